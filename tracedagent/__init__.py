@@ -1,0 +1,18 @@
+"""tracedagent: an agent loop you can see into.
+
+Every run, step, model call and tool call is an OpenTelemetry span carrying the run's
+named stop reason, tokens, cost, and requested-versus-executed tools.
+"""
+
+from ._budget import Budget, Stop
+from ._loop import Agent
+from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, Usage
+from ._run import Run, Step
+from ._tools import FatalToolError, Policy, Registry, Tool, ToolError, tool
+from ._version import __version__
+
+__all__ = [
+    "Agent", "Budget", "Completion", "FatalToolError", "Message", "Model", "Policy", "Registry",
+    "Run", "Step", "Stop", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
+    "__version__", "tool",
+]

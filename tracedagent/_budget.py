@@ -1,0 +1,69 @@
+"""Why a run ends, and the ceilings that make it end."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = ["Stop", "Budget"]
+
+
+class Stop(str, enum.Enum):
+    """Why a run ended. Every terminal state is named - there is no 'just fell out'.
+
+    Subclassing ``str`` makes ``Stop.ANSWERED.value == "answered"`` the value that goes
+    into the ``tracedagent.stop_reason`` span attribute and metric label.
+    """
+
+    ANSWERED = "answered"
+    STEP_BUDGET = "step_budget_exhausted"
+    TOKEN_BUDGET = "token_budget_exhausted"
+    COST_BUDGET = "cost_budget_exhausted"
+    REPEATED_CALL = "repeated_identical_call"
+    TOOL_FATAL = "fatal_tool_error"
+    NO_PROGRESS = "no_progress"
+    MODEL_ERROR = "model_error"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Budget:
+    """The loop's meter: independent ceilings, each of which ends a run with its own ``Stop``.
+
+    A loop with no ceiling is not an agent, it is an unbounded while-loop with a credit
+    card attached. The library ships no prices: they change, and a stale constant is
+    worse than an obvious zero, so cost is zero until you pass your model's prices.
+    """
+
+    max_steps: int = 10
+    """Model calls at most; the loop is ``for i in range(max_steps)``."""
+    max_tokens: int | None = None
+    """Input plus output tokens over the whole run; ``None`` means no ceiling."""
+    max_cost: float | None = None
+    """USD over the whole run, from the prices below; ``None`` means no ceiling."""
+    repeat_limit: int = 3
+    """How often one identical call (same name and arguments) may be made; the next one
+    stops the run with ``Stop.REPEATED_CALL`` before it is dispatched."""
+    price_per_1k_input: float = 0.0
+    """USD per 1,000 input tokens of your model. No default price is shipped."""
+    price_per_1k_output: float = 0.0
+    """USD per 1,000 output tokens of your model. No default price is shipped."""
+    no_progress_limit: int | None = None
+    """Stop with ``Stop.NO_PROGRESS`` after this many consecutive tool-requesting steps in
+    which no tool call succeeded; ``None`` turns the check off."""
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        if self.repeat_limit < 1:
+            raise ValueError(f"repeat_limit must be at least 1, got {self.repeat_limit}")
+        if self.no_progress_limit is not None and self.no_progress_limit < 1:
+            raise ValueError(f"no_progress_limit must be at least 1, got {self.no_progress_limit}")
+        for name in ("max_tokens", "max_cost", "price_per_1k_input", "price_per_1k_output"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must not be negative, got {value}")
+
+    def cost_of(self, input_tokens: int, output_tokens: int) -> float:
+        """USD for that many tokens at this budget's prices."""
+        return (input_tokens * self.price_per_1k_input
+                + output_tokens * self.price_per_1k_output) / 1000.0

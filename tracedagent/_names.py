@@ -1,0 +1,112 @@
+"""Every span, attribute, event, metric and environment-variable name tracedagent emits.
+
+One module so that the telemetry contract can be read (and reviewed) in one place.
+Names the OpenTelemetry GenAI semantic conventions define come from the
+``opentelemetry-semantic-conventions`` package; everything they lack lives under
+``tracedagent.*``. ``docs/telemetry.md`` documents each of them.
+"""
+
+from __future__ import annotations
+
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
+from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gen_ai_metrics
+from opentelemetry.semconv.attributes import error_attributes as _error
+from opentelemetry.semconv.attributes import server_attributes as _server
+
+TRACER_NAME = "tracedagent"
+"""The fixed instrumentation scope of every span and metric (``otel.scope.name``)."""
+
+# --- Span names (the semconv pattern is "{operation} {target}") --------------------
+OP_INVOKE_AGENT = "invoke_agent"
+OP_CHAT = "chat"
+OP_EXECUTE_TOOL = "execute_tool"
+STEP_SPAN_NAME = "step"
+"""Step spans share one low-cardinality name; the index is an attribute."""
+
+# --- GenAI semantic-convention attributes ----------------------------------------
+GEN_AI_OPERATION_NAME = _gen_ai.GEN_AI_OPERATION_NAME
+GEN_AI_PROVIDER_NAME = _gen_ai.GEN_AI_PROVIDER_NAME
+GEN_AI_AGENT_NAME = _gen_ai.GEN_AI_AGENT_NAME
+GEN_AI_REQUEST_MODEL = _gen_ai.GEN_AI_REQUEST_MODEL
+GEN_AI_REQUEST_MAX_TOKENS = _gen_ai.GEN_AI_REQUEST_MAX_TOKENS
+GEN_AI_REQUEST_TEMPERATURE = _gen_ai.GEN_AI_REQUEST_TEMPERATURE
+GEN_AI_RESPONSE_MODEL = _gen_ai.GEN_AI_RESPONSE_MODEL
+GEN_AI_RESPONSE_ID = _gen_ai.GEN_AI_RESPONSE_ID
+GEN_AI_RESPONSE_FINISH_REASONS = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
+GEN_AI_USAGE_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
+GEN_AI_USAGE_OUTPUT_TOKENS = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+GEN_AI_TOKEN_TYPE = _gen_ai.GEN_AI_TOKEN_TYPE
+GEN_AI_TOOL_NAME = _gen_ai.GEN_AI_TOOL_NAME
+GEN_AI_TOOL_CALL_ID = _gen_ai.GEN_AI_TOOL_CALL_ID
+GEN_AI_TOOL_TYPE = _gen_ai.GEN_AI_TOOL_TYPE
+GEN_AI_TOOL_DESCRIPTION = _gen_ai.GEN_AI_TOOL_DESCRIPTION
+# Content attributes: only ever set when the user opted in to content capture.
+GEN_AI_SYSTEM_INSTRUCTIONS = _gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS
+GEN_AI_INPUT_MESSAGES = _gen_ai.GEN_AI_INPUT_MESSAGES
+GEN_AI_OUTPUT_MESSAGES = _gen_ai.GEN_AI_OUTPUT_MESSAGES
+GEN_AI_TOOL_CALL_ARGUMENTS = _gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
+GEN_AI_TOOL_CALL_RESULT = _gen_ai.GEN_AI_TOOL_CALL_RESULT
+ERROR_TYPE = _error.ERROR_TYPE
+SERVER_ADDRESS = _server.SERVER_ADDRESS
+SERVER_PORT = _server.SERVER_PORT
+
+TOOL_TYPE_FUNCTION = "function"
+TOKEN_TYPE_INPUT = "input"
+TOKEN_TYPE_OUTPUT = "output"
+
+# --- tracedagent attributes ------------------------------------------------------
+STOP_REASON = "tracedagent.stop_reason"
+STEPS = "tracedagent.steps"
+COST_USD = "tracedagent.cost_usd"
+TOOLS_REQUESTED = "tracedagent.tools.requested"
+TOOLS_EXECUTED = "tracedagent.tools.executed"
+TOOLS_BLOCKED = "tracedagent.tools.blocked"
+BUDGET_MAX_STEPS = "tracedagent.budget.max_steps"
+BUDGET_MAX_TOKENS = "tracedagent.budget.max_tokens"
+BUDGET_MAX_COST = "tracedagent.budget.max_cost_usd"
+BUDGET_REPEAT_LIMIT = "tracedagent.budget.repeat_limit"
+BUDGET_NO_PROGRESS_LIMIT = "tracedagent.budget.no_progress_limit"
+STEP_INDEX = "tracedagent.step.index"
+STEP_INPUT_TOKENS = "tracedagent.step.input_tokens"
+STEP_OUTPUT_TOKENS = "tracedagent.step.output_tokens"
+TOOL_OUTCOME = "tracedagent.tool.outcome"
+TOOL_DENIED_REASON = "tracedagent.tool.denied_reason"
+
+STOP_EVENT = "tracedagent.stop"
+"""Event on the step span inside which the run stopped (any reason but ``answered``)."""
+
+# --- Metrics -----------------------------------------------------------------------
+METRIC_RUNS = "tracedagent.runs"
+METRIC_TOOL_CALLS = "tracedagent.tool.calls"
+METRIC_COST = "tracedagent.cost"
+METRIC_RUN_STEPS = "tracedagent.run.steps"
+METRIC_TOKEN_USAGE = _gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
+METRIC_OPERATION_DURATION = _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION
+
+TOKEN_USAGE_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576,
+                       4194304, 16777216, 67108864)
+"""Bucket boundaries the GenAI semantic conventions specify for ``gen_ai.client.token.usage``."""
+OPERATION_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12,
+                              10.24, 20.48, 40.96, 81.92)
+"""Bucket boundaries the GenAI semantic conventions specify for ``gen_ai.client.operation.duration``."""
+RUN_STEPS_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100)
+
+UNKNOWN_TOOL_LABEL = "_OTHER"
+"""Metric label for a tool name the registry does not know: the model chooses such names,
+so recording them verbatim would let a model (or an injection) explode metric cardinality."""
+
+# --- Environment variables ---------------------------------------------------------
+ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+ENV_CONTENT_MAX_LENGTH = "TRACEDAGENT_CONTENT_MAX_LENGTH"
+
+# --- Bounds ------------------------------------------------------------------------
+DEFAULT_CONTENT_MAX_LENGTH = 4096
+"""Captured content (when opted in) is truncated to this many characters per attribute."""
+MAX_NAME_LENGTH = 128
+"""Model-chosen strings (tool names, call ids) are truncated to this length in telemetry."""
+MAX_LIST_ITEMS = 256
+"""Tool-name arrays on spans keep at most this many entries."""
+
+__all__ = sorted(name for name in dir() if name.isupper() and not name.startswith("_"))

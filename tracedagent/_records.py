@@ -1,0 +1,139 @@
+"""The values that cross the loop: what the model said, what a tool returned, what it cost."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+__all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message"]
+
+Message = dict[str, Any]
+"""One conversation turn in the loop's provider-neutral shape.
+
+``{"role": "system" | "user" | "assistant" | "tool", "content": str}``; an assistant turn
+may add ``"tool_calls": [{"id", "name", "arguments"}]``, a tool turn adds
+``"tool_call_id"`` and ``"name"``. Model adapters translate it to their API's format.
+"""
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens one model call consumed, as the provider reported them."""
+
+    input_tokens: int = 0
+    """Prompt tokens, including any served from a cache."""
+    output_tokens: int = 0
+    """Completion tokens."""
+    cache_read_input_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache (Anthropic)."""
+    cache_creation_input_tokens: int = 0
+    """Of ``input_tokens``, those written to the provider's prompt cache (Anthropic)."""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool invocation the model requested."""
+
+    id: str
+    """The provider's call id; the tool message answering it carries the same id."""
+    name: str
+    """The tool the model asked for, which the registry may not know."""
+    arguments: dict[str, Any] | str = field(default_factory=dict)
+    """Parsed JSON arguments, or the raw string when the model sent malformed JSON
+    (the registry then answers ``invalid_arguments`` instead of guessing)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model turn: text, requested tool calls, and what it cost."""
+
+    text: str = ""
+    """The assistant's text; the run's output when no tools are requested."""
+    tool_calls: Sequence[ToolCall] = ()
+    """Tool calls in the order the model listed them."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens the call consumed."""
+    model: str | None = None
+    """The model that actually answered (``gen_ai.response.model``)."""
+    finish_reason: str | None = None
+    """Why the provider stopped generating, e.g. ``stop``, ``tool_calls``, ``end_turn``."""
+    response_id: str | None = None
+    """The provider's id for this response (``gen_ai.response.id``)."""
+
+    @property
+    def wants_tools(self) -> bool:
+        """The loop's only success check: a turn without tool calls is the answer."""
+        return bool(self.tool_calls)
+
+    def as_message(self) -> Message:
+        message: Message = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [tc.as_dict() for tc in self.tool_calls]
+        return message
+
+
+class ToolOutcome(str, enum.Enum):
+    """The closed set of things that can happen to a requested tool call."""
+
+    OK = "ok"
+    """The tool ran and returned."""
+    ERROR = "error"
+    """The tool raised (``ToolError`` or anything else); the model sees the error."""
+    DENIED = "denied"
+    """The registry's policy refused the call; the tool never ran."""
+    INVALID_ARGUMENTS = "invalid_arguments"
+    """Arguments were not JSON, not an object, or did not match the tool's schema."""
+    UNKNOWN_TOOL = "unknown_tool"
+    """No tool of that name is registered."""
+    FATAL = "fatal"
+    """The tool raised ``FatalToolError``: the run ends."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What dispatching one ``ToolCall`` produced."""
+
+    call_id: str
+    """The id of the call this answers."""
+    name: str
+    """The requested tool name."""
+    content: str
+    """What the model is shown: the tool's return value, or a clear reason it did not run."""
+    outcome: ToolOutcome = ToolOutcome.OK
+    """Which of the closed set of outcomes this was."""
+    error_type: str | None = None
+    """Class name of the exception a failed tool raised (``error.type`` on its span)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is ToolOutcome.OK
+
+    def as_message(self) -> Message:
+        return {"role": "tool", "tool_call_id": self.call_id, "name": self.name,
+                "content": self.content}
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that turns a conversation into a ``Completion``.
+
+    Implementations may also expose ``provider_name`` (``gen_ai.provider.name``, e.g.
+    ``"openai"``) and ``model_name`` (``gen_ai.request.model``), plus ``server_address``
+    and ``server_port``; the telemetry reads them when present.
+    """
+
+    def complete(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion: ...

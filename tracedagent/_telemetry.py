@@ -1,0 +1,342 @@
+"""OpenTelemetry beside the loop: run and step spans, an instrumented model, instrumented dispatch.
+
+The loop never calls the OpenTelemetry API itself. ``AgentTelemetry`` hands it three
+things: a context manager per run (with one per step inside it), a model wrapper that
+emits ``chat`` spans, and a dispatch wrapper that emits ``execute_tool`` spans. Span
+attributes are read off the loop's own records when a span ends, and metrics are recorded
+after their span has ended.
+
+Only the OpenTelemetry *API* is used here, with the providers the caller passed or the
+global ones; the SDK is touched only by ``configure()`` and the testing toolkit.
+
+Telemetry must never change a run's result: every call into OpenTelemetry goes through
+``_guard``, which logs the first failure of each kind and lets the run go on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
+
+from . import _names as N
+from ._budget import Budget, Stop
+from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._loop import RunState
+    from ._tools import Registry
+
+__all__ = ["AgentTelemetry", "capture_content_from_env"]
+
+_log = logging.getLogger("tracedagent")
+_reported: set[tuple[str, str]] = set()
+
+
+@contextmanager
+def _guard(doing: str) -> Iterator[None]:
+    """Swallow a telemetry failure, logging the first one of each kind (not one per run)."""
+    try:
+        yield
+    except Exception as exc:
+        key = (doing, type(exc).__name__)
+        if key not in _reported:
+            _reported.add(key)
+            _log.warning("tracedagent: telemetry failed while %s (%s); runs are unaffected, "
+                         "but their telemetry may be incomplete", doing, type(exc).__name__,
+                         exc_info=True)
+
+
+def capture_content_from_env() -> bool:
+    """The GenAI instrumentations' opt-in switch for recording prompts and tool payloads."""
+    return os.environ.get(N.ENV_CAPTURE_CONTENT, "").strip().lower() in ("true", "1", "yes", "on")
+
+
+def _content_limit() -> int:
+    try:
+        return max(16, int(os.environ.get(N.ENV_CONTENT_MAX_LENGTH, N.DEFAULT_CONTENT_MAX_LENGTH)))
+    except ValueError:
+        return N.DEFAULT_CONTENT_MAX_LENGTH
+
+
+def _truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 15] + "...[truncated]"
+
+
+def _name(text: str) -> str:
+    """A model-chosen identifier, bounded so a hostile model cannot bloat a span."""
+    return _truncate(str(text), N.MAX_NAME_LENGTH)
+
+
+def _names(items: Sequence[str]) -> list[str]:
+    return [_name(i) for i in items[: N.MAX_LIST_ITEMS]]
+
+
+def _fail(span: Span, error_type: str, description: str | None = None) -> None:
+    """The one way a span is marked failed: ERROR status plus ``error.type``."""
+    span.set_attribute(N.ERROR_TYPE, error_type)
+    span.set_status(Status(StatusCode.ERROR, description))
+
+
+class AgentTelemetry:
+    """The spans and metrics of one ``Agent``."""
+
+    def __init__(self, *, agent_name: str, model: Model, budget: Budget,
+                 tracer_provider: trace.TracerProvider | None = None,
+                 meter_provider: metrics.MeterProvider | None = None,
+                 capture_content: bool | None = None) -> None:
+        self.agent_name = agent_name
+        self.budget = budget
+        self.provider_name = str(getattr(model, "provider_name", None) or "unknown")
+        self.model_name: str | None = getattr(model, "model_name", None)
+        self.capture_content = capture_content_from_env() if capture_content is None else capture_content
+        self.content_limit = _content_limit()
+        self._server = {k: v for k, v in ((N.SERVER_ADDRESS, getattr(model, "server_address", None)),
+                                          (N.SERVER_PORT, getattr(model, "server_port", None)))
+                        if v is not None}
+        self.tracer: trace.Tracer = trace.NoOpTracer()
+        with _guard("getting a tracer"):
+            self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
+        self._instruments_ok = False
+        with _guard("creating metric instruments"):
+            self._create_instruments(metrics.get_meter(N.TRACER_NAME, __version__, meter_provider))
+            self._instruments_ok = True
+
+    def _create_instruments(self, meter: metrics.Meter) -> None:
+        self.runs = meter.create_counter(N.METRIC_RUNS, unit="{run}", description="Agent runs, by stop reason.")
+        self.tool_calls = meter.create_counter(
+            N.METRIC_TOOL_CALLS, unit="{call}", description="Requested tool calls, by tool and outcome.")
+        self.cost = meter.create_counter(N.METRIC_COST, unit="USD",
+                                         description="Model spend at the budget's prices.")
+        self.run_steps = meter.create_histogram(
+            N.METRIC_RUN_STEPS, unit="{step}", description="Model turns per run.",
+            explicit_bucket_boundaries_advisory=N.RUN_STEPS_BUCKETS)
+        self.token_usage = meter.create_histogram(
+            N.METRIC_TOKEN_USAGE, unit="{token}", description="Tokens used per model call.",
+            explicit_bucket_boundaries_advisory=N.TOKEN_USAGE_BUCKETS)
+        self.duration = meter.create_histogram(
+            N.METRIC_OPERATION_DURATION, unit="s", description="Duration of model calls.",
+            explicit_bucket_boundaries_advisory=N.OPERATION_DURATION_BUCKETS)
+
+    # --- spans ------------------------------------------------------------------------
+
+    def _start(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> Span:
+        """Start a span as a child of the current one; a failure yields a no-op span."""
+        with _guard("starting a span"):
+            return self.tracer.start_span(name, kind=kind, attributes=attributes)
+        return INVALID_SPAN
+
+    @contextmanager
+    def _current(self, span: Span) -> Iterator[None]:
+        """Make ``span`` the parent of the spans started inside the block."""
+        token = None
+        with _guard("attaching the span context"):
+            token = otel_context.attach(trace.set_span_in_context(span))
+        try:
+            yield
+        finally:
+            if token is not None:
+                with _guard("detaching the span context"):
+                    otel_context.detach(token)
+
+    @contextmanager
+    def run(self, state: RunState) -> Iterator[None]:
+        """The ``invoke_agent`` span around one run; sets ``state.trace_id``."""
+        attributes: dict[str, Any] = {
+            N.GEN_AI_OPERATION_NAME: N.OP_INVOKE_AGENT, N.GEN_AI_AGENT_NAME: self.agent_name,
+            N.GEN_AI_PROVIDER_NAME: self.provider_name, **self._budget_attributes()}
+        if self.model_name:
+            attributes[N.GEN_AI_REQUEST_MODEL] = self.model_name
+        span = self._start(f"{N.OP_INVOKE_AGENT} {self.agent_name}", SpanKind.INTERNAL, attributes)
+        with _guard("reading the trace id"):
+            ctx = span.get_span_context()
+            if ctx.is_valid:
+                state.trace_id = trace.format_trace_id(ctx.trace_id)
+        try:
+            with self._current(span):
+                yield
+        except BaseException as exc:  # a bug or an interrupt: the span still ends, marked failed
+            with _guard("ending a run span"):
+                _fail(span, type(exc).__qualname__)
+                span.end()
+            raise
+        with _guard("ending a run span"):
+            self._end_run_span(span, state)
+        with _guard("recording run metrics"):
+            self._record_run_metrics(state)
+
+    def _budget_attributes(self) -> dict[str, Any]:
+        b = self.budget
+        ceilings = {N.BUDGET_MAX_STEPS: b.max_steps, N.BUDGET_MAX_TOKENS: b.max_tokens,
+                    N.BUDGET_MAX_COST: b.max_cost, N.BUDGET_REPEAT_LIMIT: b.repeat_limit,
+                    N.BUDGET_NO_PROGRESS_LIMIT: b.no_progress_limit}
+        return {k: v for k, v in ceilings.items() if v is not None}
+
+    def _end_run_span(self, span: Span, state: RunState) -> None:
+        run = state.run
+        if run is not None and span.is_recording():
+            span.set_attributes({
+                N.STOP_REASON: run.stop.value, N.STEPS: run.step_count,
+                N.GEN_AI_USAGE_INPUT_TOKENS: run.input_tokens,
+                N.GEN_AI_USAGE_OUTPUT_TOKENS: run.output_tokens,
+                N.COST_USD: run.cost,
+                N.TOOLS_REQUESTED: _names(run.requested_tools()),
+                N.TOOLS_EXECUTED: _names(run.trajectory()),
+                N.TOOLS_BLOCKED: _names(run.blocked_tools()),
+            })
+            if not run.ok:
+                _fail(span, run.stop.value, run.output)
+        span.end()
+
+    def _record_run_metrics(self, state: RunState) -> None:
+        run = state.run
+        if run is None or not self._instruments_ok:
+            return
+        labels = {N.GEN_AI_AGENT_NAME: self.agent_name}
+        self.runs.add(1, {**labels, N.STOP_REASON: run.stop.value})
+        self.run_steps.record(run.step_count, {**labels, N.STOP_REASON: run.stop.value})
+        self.cost.add(run.cost, {**labels, N.GEN_AI_PROVIDER_NAME: self.provider_name,
+                                 **({N.GEN_AI_REQUEST_MODEL: self.model_name} if self.model_name else {})})
+
+    @contextmanager
+    def step(self, index: int, state: RunState) -> Iterator[None]:
+        """One span per loop iteration; the model and tool spans nest inside it."""
+        span = self._start(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
+        try:
+            with self._current(span):
+                yield
+        finally:
+            with _guard("ending a step span"):
+                self._end_step_span(span, index, state)
+
+    def _end_step_span(self, span: Span, index: int, state: RunState) -> None:
+        if span.is_recording():
+            step = state.steps[-1] if state.steps and state.steps[-1].index == index else None
+            if step is not None:
+                usage = step.completion.usage
+                span.set_attributes({
+                    N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
+                    N.TOOLS_REQUESTED: _names(step.requested_names),
+                    N.TOOLS_EXECUTED: _names(step.succeeded_names),
+                    N.TOOLS_BLOCKED: _names(step.blocked_names)})
+            if state.run is not None and not state.run.ok:
+                span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
+        span.end()
+
+    # --- the model --------------------------------------------------------------------
+
+    def instrument_model(self, model: Model) -> Model:
+        return _InstrumentedModel(model, self)
+
+    # --- tools ------------------------------------------------------------------------
+
+    def instrument_dispatch(self, registry: Registry) -> Callable[[ToolCall], ToolResult]:
+        """``registry.dispatch`` wrapped in an ``execute_tool`` span and the tool-call counter."""
+
+        def dispatch(call: ToolCall) -> ToolResult:
+            attributes = {N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: _name(call.name),
+                          N.GEN_AI_TOOL_CALL_ID: _name(call.id), N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION}
+            span = self._start(f"{N.OP_EXECUTE_TOOL} {_name(call.name)}", SpanKind.INTERNAL, attributes)
+            if self.capture_content and span.is_recording():
+                with _guard("capturing tool arguments"):
+                    span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, self._content(call.arguments))
+            with self._current(span):
+                result = registry.dispatch(call)
+            with _guard("ending a tool span"):
+                span.set_attribute(N.TOOL_OUTCOME, result.outcome.value)
+                if self.capture_content and span.is_recording():
+                    span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._content(result.content))
+                if not result.ok:
+                    _fail(span, result.error_type or result.outcome.value)
+                span.end()
+            with _guard("recording tool metrics"):
+                if self._instruments_ok:
+                    known = result.outcome is not ToolOutcome.UNKNOWN_TOOL
+                    self.tool_calls.add(1, {N.GEN_AI_AGENT_NAME: self.agent_name,
+                                            N.GEN_AI_TOOL_NAME: _name(call.name) if known else N.UNKNOWN_TOOL_LABEL,
+                                            N.TOOL_OUTCOME: result.outcome.value})
+            return result
+
+        return dispatch
+
+    def _content(self, value: Any) -> str:
+        text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+        return _truncate(text, self.content_limit)
+
+
+class _InstrumentedModel:
+    """A ``Model`` that wraps each call in a ``chat`` span and records the GenAI client metrics."""
+
+    def __init__(self, model: Model, telemetry: AgentTelemetry) -> None:
+        self.wrapped = model
+        self._t = telemetry
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                 max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
+        t = self._t
+        attributes: dict[str, Any] = {N.GEN_AI_OPERATION_NAME: N.OP_CHAT,
+                                      N.GEN_AI_PROVIDER_NAME: t.provider_name, **t._server}
+        for key, value in ((N.GEN_AI_REQUEST_MODEL, t.model_name),
+                           (N.GEN_AI_REQUEST_MAX_TOKENS, max_output_tokens),
+                           (N.GEN_AI_REQUEST_TEMPERATURE, temperature)):
+            if value is not None:
+                attributes[key] = value
+        span = t._start(f"{N.OP_CHAT} {t.model_name or t.provider_name}", SpanKind.CLIENT, attributes)
+        if t.capture_content and span.is_recording():
+            with _guard("capturing input messages"):
+                span.set_attribute(N.GEN_AI_INPUT_MESSAGES, t._content(messages))
+        started = time.perf_counter()
+        try:
+            with t._current(span):
+                completion = self.wrapped.complete(messages, tools=tools, max_output_tokens=max_output_tokens,
+                                                   temperature=temperature)
+        except Exception as exc:
+            # Only the type: provider error messages can echo request content or key fragments.
+            with _guard("ending a chat span"):
+                _fail(span, type(exc).__qualname__)
+                span.end()
+            self._record_metrics(attributes, time.perf_counter() - started, None, type(exc).__qualname__)
+            raise
+        with _guard("ending a chat span"):
+            self._end_span(span, completion)
+        self._record_metrics(attributes, time.perf_counter() - started, completion, None)
+        return completion
+
+    def _end_span(self, span: Span, completion: Completion) -> None:
+        if span.is_recording():
+            usage = completion.usage
+            span.set_attributes({N.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+                                 N.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens})
+            optional = {N.GEN_AI_RESPONSE_MODEL: completion.model, N.GEN_AI_RESPONSE_ID: completion.response_id,
+                        N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens or None,
+                        N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens or None}
+            span.set_attributes({k: v for k, v in optional.items() if v is not None})
+            if completion.finish_reason:
+                span.set_attribute(N.GEN_AI_RESPONSE_FINISH_REASONS, [completion.finish_reason])
+            if self._t.capture_content:
+                span.set_attribute(N.GEN_AI_OUTPUT_MESSAGES, self._t._content([completion.as_message()]))
+        span.end()
+
+    def _record_metrics(self, attributes: dict[str, Any], seconds: float, completion: Completion | None,
+                        error_type: str | None) -> None:
+        t = self._t
+        if not t._instruments_ok:
+            return
+        with _guard("recording model metrics"):
+            labels = {k: attributes[k] for k in (N.GEN_AI_OPERATION_NAME, N.GEN_AI_PROVIDER_NAME,
+                                                 N.GEN_AI_REQUEST_MODEL, N.SERVER_ADDRESS, N.SERVER_PORT)
+                      if k in attributes}
+            if completion is not None and completion.model:
+                labels[N.GEN_AI_RESPONSE_MODEL] = completion.model
+            t.duration.record(seconds, {**labels, N.ERROR_TYPE: error_type} if error_type else labels)
+            if completion is not None:
+                t.token_usage.record(completion.usage.input_tokens, {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_INPUT})
+                t.token_usage.record(completion.usage.output_tokens, {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_OUTPUT})

@@ -1,0 +1,276 @@
+"""Tools, and the registry that decides which requested calls actually run.
+
+Dispatch never raises for anything a model or a tool can do: every call becomes a
+``ToolResult`` with a named ``ToolOutcome``, so the loop can append it as an observation
+the model can route around. Only ``FatalToolError`` is meant to end a run, and even that
+comes back as a result (outcome ``fatal``) for the loop to act on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal, Protocol
+
+from ._records import ToolCall, ToolOutcome, ToolResult
+
+__all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
+
+
+class ToolError(Exception):
+    """A failure the model should see and may route around (bad input, not found, ...)."""
+
+
+class FatalToolError(Exception):
+    """A failure no retry can fix (revoked credentials, a tripped kill switch): ends the run."""
+
+
+class Policy(Protocol):
+    """Decides whether a requested call may run: ``None`` allows it, a string denies it
+    and is the reason the model is shown. It sees the call as the model sent it, so
+    ``arguments`` may be a raw string when the model sent malformed JSON."""
+
+    def __call__(self, call: ToolCall, /) -> str | None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A function the model may call, with the JSON schema it is described by."""
+
+    name: str
+    """The name the model uses to call it."""
+    description: str
+    """What the model is told the tool does."""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    """JSON schema (an object schema) of the keyword arguments."""
+    fn: Callable[..., Any]
+    """Called with the validated arguments as keyword arguments."""
+
+    def schema(self) -> dict[str, Any]:
+        """The provider-neutral definition sent to the model."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
+         description: str | None = None) -> Any:
+    """Turn a typed, documented function into a ``Tool``; usable bare or with arguments.
+
+    The description is the docstring's first paragraph; parameter descriptions come from
+    a Google-style ``Args:`` section; types and required-ness come from the signature.
+    """
+
+    def build(f: Callable[..., Any]) -> Tool:
+        summary, arg_docs = _parse_docstring(inspect.getdoc(f) or "")
+        return Tool(name=name or f.__name__, description=description or summary,
+                    parameters=_parameters_schema(f, arg_docs), fn=f)
+
+    return build(fn) if fn is not None else build
+
+
+class Registry:
+    """The tools a model may call, and the policy that may deny any call."""
+
+    def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = (), *,
+                 policy: Policy | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            t = item if isinstance(item, Tool) else tool(item)
+            if t.name in self._tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self._tools[t.name] = t
+        self.policy = policy
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Tool definitions for the model; empty when there are no tools."""
+        return [t.schema() for t in self._tools.values()]
+
+    def dispatch(self, call: ToolCall) -> ToolResult:
+        """Run one call, turning every way it can go wrong into a named outcome."""
+
+        def result(outcome: ToolOutcome, content: str, error_type: str | None = None) -> ToolResult:
+            return ToolResult(call_id=call.id, name=call.name, content=content,
+                              outcome=outcome, error_type=error_type)
+
+        reason = self._denial(call)
+        if reason is not None:
+            return result(ToolOutcome.DENIED, f"Denied: {reason}")
+        t = self._tools.get(call.name)
+        if t is None:
+            known = ", ".join(self._tools) or "none"
+            return result(ToolOutcome.UNKNOWN_TOOL,
+                          f"Error: unknown tool {call.name!r}. Available tools: {known}.")
+        arguments, problem = _parse_arguments(call.arguments, t.parameters)
+        if problem is not None:
+            return result(ToolOutcome.INVALID_ARGUMENTS,
+                          f"Error: invalid arguments for {t.name}: {problem}.")
+        try:
+            value = t.fn(**arguments)
+        except FatalToolError as exc:
+            return result(ToolOutcome.FATAL, f"Fatal error: {exc}", type(exc).__name__)
+        except ToolError as exc:
+            return result(ToolOutcome.ERROR, f"Error: {exc}", type(exc).__name__)
+        except Exception as exc:  # a tool bug is an observation, not a crash of the run
+            return result(ToolOutcome.ERROR, f"Error: {t.name} failed ({type(exc).__name__}: {exc})",
+                          type(exc).__name__)
+        return result(ToolOutcome.OK, _to_text(value))
+
+    def _denial(self, call: ToolCall) -> str | None:
+        if self.policy is None:
+            return None
+        try:
+            return self.policy(call)
+        except Exception as exc:  # fail closed: a broken guardrail must not wave calls through
+            return f"the policy failed ({type(exc).__name__}), so the call was not run"
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+# --- Arguments -------------------------------------------------------------------------
+
+def _parse_arguments(raw: dict[str, Any] | str, schema: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """Decode and validate arguments; returns ``(arguments, None)`` or ``({}, problem)``."""
+    arguments: Any = raw
+    if isinstance(raw, str):
+        try:
+            arguments = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+    if not isinstance(arguments, dict):
+        return {}, f"arguments must be a JSON object, got {_json_type(arguments)}"
+    problem = _validate(arguments, schema, "arguments")
+    return (arguments, None) if problem is None else ({}, problem)
+
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
+    "array": (list, tuple), "object": (dict,), "null": (type(None),),
+}
+
+
+def _json_type(value: Any) -> str:
+    for name, kinds in _JSON_TYPES.items():
+        if isinstance(value, kinds) and not (isinstance(value, bool) and name != "boolean"):
+            return name
+    return type(value).__name__
+
+
+def _validate(value: Any, schema: dict[str, Any], where: str) -> str | None:
+    """The subset of JSON Schema that ``tool`` generates: type, enum, items, properties."""
+    if "anyOf" in schema:
+        if any(_validate(value, option, where) is None for option in schema["anyOf"]):
+            return None
+        return f"{where} does not match any allowed type"
+    expected = schema.get("type")
+    if expected is not None:
+        kinds = expected if isinstance(expected, list) else [expected]
+        if _json_type(value) not in kinds and not (_json_type(value) == "integer" and "number" in kinds):
+            return f"{where} must be {' or '.join(kinds)}, got {_json_type(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        return f"{where} must be one of {schema['enum']}, got {value!r}"
+    if isinstance(value, (list, tuple)) and "items" in schema:
+        for i, item in enumerate(value):
+            if (problem := _validate(item, schema["items"], f"{where}[{i}]")) is not None:
+                return problem
+    if isinstance(value, dict) and "properties" in schema:
+        properties = schema["properties"]
+        for key in schema.get("required", []):
+            if key not in value:
+                return f"{key!r} is required"
+        if schema.get("additionalProperties") is False:
+            extra = sorted(set(value) - set(properties))
+            if extra:
+                return f"unexpected argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
+        for key, item in value.items():
+            if key in properties and (problem := _validate(item, properties[key], repr(key))) is not None:
+                return problem
+    return None
+
+
+# --- Schemas from signatures ----------------------------------------------------------
+
+def _parameters_schema(fn: Callable[..., Any], arg_docs: dict[str, str]) -> dict[str, Any]:
+    hints = typing.get_type_hints(fn)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        prop = _type_schema(hints.get(param.name, Any))
+        if param.name in arg_docs:
+            prop["description"] = arg_docs[param.name]
+        if param.default is inspect.Parameter.empty:
+            required.append(param.name)
+        elif param.default is None or isinstance(param.default, (str, int, float, bool)):
+            prop["default"] = param.default
+        properties[param.name] = prop
+    schema: dict[str, Any] = {"type": "object", "properties": properties,
+                              "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
+                            type(None): "null"}
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint in _SCALARS:
+        return {"type": _SCALARS[hint]}
+    if origin is Literal:
+        return {"enum": list(args)}
+    if origin in (typing.Union, types.UnionType):
+        return {"anyOf": [_type_schema(a) for a in args]}
+    if hint in (list, tuple, set) or origin in (list, tuple, set, typing.Sequence):
+        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
+    if hint is dict or origin is dict:
+        return {"type": "object"}
+    return {}  # Any, or a type JSON schema cannot express: accept whatever the model sends
+
+
+_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """First paragraph as the summary, plus descriptions from a Google-style ``Args:``."""
+    summary = doc.split("\n\n", 1)[0].strip().replace("\n", " ")
+    arg_docs: dict[str, str] = {}
+    lines = doc.splitlines()
+    if "Args:" not in (line.strip() for line in lines):
+        return summary, arg_docs
+    start = [line.strip() for line in lines].index("Args:") + 1
+    current: str | None = None
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        if not line.startswith((" ", "\t")):
+            break  # the next section
+        match = _ARG_LINE.match(line)
+        if match and len(line) - len(line.lstrip()) <= 4:
+            current = match.group(1).lstrip("*")
+            arg_docs[current] = match.group(2).strip()
+        elif current is not None:
+            arg_docs[current] = (arg_docs[current] + " " + line.strip()).strip()
+    return summary, arg_docs
