@@ -78,9 +78,9 @@ class Agent:
                         state.messages.append(result.as_message())
                     if stopped := state.over_budget():
                         return stopped
-                # 5. repeat
-        # 6. stop: the loop's structure is the ceiling
-        return state.finish(Stop.STEP_BUDGET)
+                # 5. repeat, until an exit above or the end of range(max_steps)
+            # 6. stop: the ceiling is the loop's structure, not a condition
+            return state.finish(Stop.STEP_BUDGET)
 
 
 def initial_messages(system_prompt: str | None, history: Sequence[Message] | None, task: str) -> list[Message]:

@@ -1,0 +1,330 @@
+"""The telemetry contract: one test per stop reason on spans, tool spans, metrics, privacy, failure."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import SpanKind, StatusCode
+
+from tracedagent import Agent, Budget, FatalToolError, Registry, Stop, ToolCall, ToolError, tool
+from tracedagent.testing import FakeModel, Recorder, tool_call
+
+
+@tool
+def search_help(q: str) -> str:
+    """Search the help centre."""
+    return f"3 articles about {q}"
+
+
+@tool
+def charge_card(amount: int) -> str:
+    """Charge the card."""
+    raise FatalToolError("credentials revoked")
+
+
+@tool
+def flaky(n: int) -> str:
+    """Always fails."""
+    raise ToolError("unavailable")
+
+
+@tool
+def refund(order_id: str) -> str:
+    """Refund an order."""
+    return "refunded"
+
+
+def deny_refund(call: ToolCall) -> str | None:
+    return "refunds need a human" if call.name == "refund" else None
+
+
+TOOLS = Registry([search_help, charge_card, flaky, refund], policy=deny_refund)
+
+
+def many(name: str, n: int = 12, same: bool = False):
+    return [tool_call(name, {"q": "same" if same else f"q{i}"} if name == "search_help" else {"n": i})
+            for i in range(n)]
+
+
+# Each stop reason: (script, budget, expected steps)
+SCENARIOS = {
+    Stop.ANSWERED: ([tool_call("search_help", {"q": "a"}), "done"], Budget(), 2),
+    Stop.STEP_BUDGET: (many("search_help"), Budget(max_steps=3), 3),
+    Stop.TOKEN_BUDGET: (many("search_help"), Budget(max_tokens=250), None),
+    Stop.COST_BUDGET: (many("search_help"), Budget(max_cost=0.001, price_per_1k_input=0.01,
+                                                   price_per_1k_output=0.03), None),
+    Stop.REPEATED_CALL: (many("search_help", same=True), Budget(repeat_limit=2), 3),
+    Stop.TOOL_FATAL: ([tool_call("charge_card", {"amount": 1})], Budget(), 1),
+    Stop.NO_PROGRESS: (many("flaky"), Budget(no_progress_limit=2), 2),
+    Stop.MODEL_ERROR: ([tool_call("search_help", {"q": "a"}), TimeoutError("read timed out")], Budget(), 1),
+}
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    return Recorder()
+
+
+def run_scenario(rec: Recorder, stop: Stop):
+    script, budget, _ = SCENARIOS[stop]
+    run = Agent(FakeModel(script), TOOLS, budget=budget, name="support", **rec.providers).run("help me")
+    [view] = rec.runs()
+    return run, view
+
+
+@pytest.mark.parametrize("stop", list(Stop))
+def test_run_span_tells_why_the_run_ended(rec, stop):
+    run, view = run_scenario(rec, stop)
+    expected_steps = SCENARIOS[stop][2]
+
+    assert run.stop is stop
+    if expected_steps is not None:
+        assert run.step_count == expected_steps
+    span = view.span
+    assert span.name == "invoke_agent support" and span.kind is SpanKind.INTERNAL and span.parent is None
+    assert view.trace_id == run.trace_id and len(run.trace_id) == 32
+    assert view.stop_reason == stop.value
+    assert view.steps == run.step_count
+    assert (view.input_tokens, view.output_tokens) == (run.input_tokens, run.output_tokens)
+    assert view.cost == pytest.approx(run.cost)
+    assert view.requested_tools == run.requested_tools()
+    assert view.executed_tools == run.trajectory()
+    assert view.blocked_tools == run.blocked_tools()
+    assert span.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert span.attributes["gen_ai.agent.name"] == "support"
+    assert span.attributes["gen_ai.provider.name"] == "fake"
+    assert span.attributes["gen_ai.request.model"] == "fake-model"
+    assert span.attributes["tracedagent.budget.max_steps"] == SCENARIOS[stop][1].max_steps
+    if stop is Stop.ANSWERED:
+        assert span.status.status_code is StatusCode.UNSET and "error.type" not in span.attributes
+    else:
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.status.description == run.output
+        assert span.attributes["error.type"] == stop.value
+
+
+@pytest.mark.parametrize("stop", [s for s in Stop if s not in (Stop.ANSWERED, Stop.STEP_BUDGET)])
+def test_the_step_that_stopped_the_run_carries_a_stop_event(rec, stop):
+    _, view = run_scenario(rec, stop)
+    last_step = view.step_spans[-1]
+    events = [(e.name, dict(e.attributes)) for e in last_step.events]
+    assert events == [("tracedagent.stop", {"tracedagent.stop_reason": stop.value})]
+    assert all(not s.events for s in view.step_spans[:-1])
+
+
+def test_span_tree_run_step_chat_tool(rec):
+    run, view = run_scenario(rec, Stop.ANSWERED)
+    steps = view.children()
+    assert [s.name for s in steps] == ["step", "step"]
+    assert [s.attributes["tracedagent.step.index"] for s in steps] == [0, 1]
+    assert [c.name for c in view.children(steps[0])] == ["chat fake-model", "execute_tool search_help"]
+    assert [c.name for c in view.children(steps[1])] == ["chat fake-model"]
+    first = steps[0].attributes
+    assert first["tracedagent.step.input_tokens"] == run.steps[0].completion.usage.input_tokens
+    assert first["tracedagent.tools.requested"] == ("search_help",)
+    assert first["tracedagent.tools.executed"] == ("search_help",)
+
+
+def test_chat_span_follows_the_genai_conventions(rec):
+    run, view = run_scenario(rec, Stop.ANSWERED)
+    chat = view.chat_spans[0]
+    assert chat.kind is SpanKind.CLIENT
+    a = chat.attributes
+    assert a["gen_ai.operation.name"] == "chat" and a["gen_ai.provider.name"] == "fake"
+    assert a["gen_ai.request.model"] == "fake-model" and a["gen_ai.response.model"] == "fake-model"
+    assert a["gen_ai.usage.input_tokens"] == run.steps[0].completion.usage.input_tokens
+    assert a["gen_ai.usage.output_tokens"] == run.steps[0].completion.usage.output_tokens
+    assert a["gen_ai.response.finish_reasons"] == ("tool_calls",)
+
+
+def test_failed_model_call_marks_the_chat_span(rec):
+    _, view = run_scenario(rec, Stop.MODEL_ERROR)
+    failed = view.chat_spans[-1]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes["error.type"] == "TimeoutError"
+    assert "read timed out" not in json.dumps(failed.to_json()), "error messages may carry secrets"
+
+
+@pytest.mark.parametrize("call, outcome, error_type", [
+    (ToolCall("c1", "search_help", {"q": "x"}), "ok", None),
+    (ToolCall("c1", "refund", {"order_id": "A"}), "denied", "denied"),
+    (ToolCall("c1", "search_help", "{oops"), "invalid_arguments", "invalid_arguments"),
+    (ToolCall("c1", "drop_tables", {}), "unknown_tool", "unknown_tool"),
+    (ToolCall("c1", "flaky", {"n": 1}), "error", "ToolError"),
+    (ToolCall("c1", "charge_card", {"amount": 1}), "fatal", "FatalToolError"),
+])
+def test_every_dispatched_call_gets_a_tool_span(rec, call, outcome, error_type):
+    from opentelemetry.sdk.trace import ReadableSpan  # noqa: F401 - documents the type below
+
+    Agent(FakeModel([_turn(call), "done"]), TOOLS, **rec.providers).run("go")
+    [view] = rec.runs()
+    [span] = view.tool_spans
+    assert span.name == f"execute_tool {call.name}"
+    a = span.attributes
+    assert a["gen_ai.operation.name"] == "execute_tool" and a["gen_ai.tool.name"] == call.name
+    assert a["gen_ai.tool.call.id"] == "c1" and a["gen_ai.tool.type"] == "function"
+    assert a["tracedagent.tool.outcome"] == outcome
+    if error_type is None:
+        assert span.status.status_code is StatusCode.UNSET
+    else:
+        assert span.status.status_code is StatusCode.ERROR and a["error.type"] == error_type
+
+
+def _turn(call: ToolCall):
+    from tracedagent import Completion
+    return Completion(tool_calls=[call])
+
+
+def test_the_repeated_call_that_stops_a_run_gets_no_tool_span(rec):
+    run, view = run_scenario(rec, Stop.REPEATED_CALL)
+    assert len(run.requested_tools()) == 3
+    assert len(view.tool_spans) == 2
+
+
+def test_metrics_count_runs_tools_cost_and_tokens(rec):
+    for stop in (Stop.ANSWERED, Stop.ANSWERED, Stop.TOOL_FATAL, Stop.COST_BUDGET):
+        script, budget, _ = SCENARIOS[stop]
+        Agent(FakeModel(script), TOOLS, budget=budget, name="support", **rec.providers).run("go")
+    runs = rec.runs()
+
+    assert rec.metric("tracedagent.runs", stop_reason="answered") == 2
+    assert rec.metric("tracedagent.runs", stop_reason="fatal_tool_error") == 1
+    assert rec.metric("tracedagent.runs", stop_reason="cost_budget_exhausted") == 1
+    assert rec.metric("tracedagent.runs") == 4
+    assert rec.metric("tracedagent.tool.calls", **{"gen_ai.tool.name": "search_help", "tracedagent.tool.outcome": "ok"}) \
+        == sum(v.executed_tools.count("search_help") for v in runs)
+    assert rec.metric("tracedagent.tool.calls", outcome="fatal") == 1
+    assert rec.metric("tracedagent.cost") == pytest.approx(sum(v.cost for v in runs))
+    assert rec.metric("tracedagent.run.steps") == 4  # one histogram point per run
+    chat_calls = sum(len(v.chat_spans) for v in runs)
+    assert rec.metric("gen_ai.client.operation.duration") == chat_calls
+    assert rec.metric("gen_ai.client.token.usage", token_type="input") == chat_calls
+    assert rec.metric("gen_ai.client.token.usage") == 2 * chat_calls
+
+
+def test_unknown_tool_names_do_not_become_metric_labels(rec):
+    Agent(FakeModel([tool_call("x" * 500, {}), "done"]), TOOLS, **rec.providers).run("go")
+    assert rec.metric("tracedagent.tool.calls", outcome="unknown_tool") == 1
+    assert rec.metric("tracedagent.tool.calls", **{"gen_ai.tool.name": "_OTHER"}) == 1
+    [span] = rec.runs()[0].tool_spans
+    assert len(span.attributes["gen_ai.tool.name"]) <= 128, "model-chosen names are bounded"
+
+
+SECRET = "sk-live-SECRET-4242"
+
+
+def exported_text(rec: Recorder) -> str:
+    return "\n".join(span.to_json() for span in rec.spans())
+
+
+def test_no_content_reaches_spans_by_default(rec, monkeypatch):
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    model = FakeModel([tool_call("search_help", {"q": SECRET}), f"the key is {SECRET}"])
+    run = Agent(model, TOOLS, system_prompt=f"token {SECRET}", **rec.providers).run(f"use {SECRET}")
+    assert run.ok
+    text = exported_text(rec)
+    assert SECRET not in text
+    assert "gen_ai.input.messages" not in text and "gen_ai.tool.call.arguments" not in text
+
+
+def test_content_capture_is_opt_in_and_bounded(rec, monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    monkeypatch.setenv("TRACEDAGENT_CONTENT_MAX_LENGTH", "200")
+    long_query = "z" * 1000
+    Agent(FakeModel([tool_call("search_help", {"q": long_query}), "done"]), TOOLS, **rec.providers).run("find it")
+    view = rec.runs()[0]
+    chat = view.chat_spans[0].attributes
+    assert "find it" in chat["gen_ai.input.messages"]
+    assert "search_help" in chat["gen_ai.output.messages"]
+    tool_span = view.tool_spans[0].attributes
+    assert tool_span["gen_ai.tool.call.arguments"].startswith('{"q": "zzz')
+    assert len(tool_span["gen_ai.tool.call.arguments"]) <= 200
+    assert tool_span["gen_ai.tool.call.result"].endswith("...[truncated]")
+
+
+def test_agent_argument_overrides_the_environment(rec, monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    Agent(FakeModel([f"{SECRET}"]), TOOLS, capture_content=False, **rec.providers).run(SECRET)
+    assert SECRET not in exported_text(rec)
+
+
+def test_run_span_is_a_child_of_the_callers_span(rec):
+    tracer = rec.tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("handle_request") as parent:
+        run = Agent(FakeModel(["ok"]), **rec.providers).run("go")
+    [view] = rec.runs()
+    assert view.span.parent.span_id == parent.get_span_context().span_id
+    assert run.trace_id == view.trace_id
+
+
+def test_without_an_sdk_there_is_no_trace_id_and_nothing_breaks():
+    from opentelemetry.trace import NoOpTracerProvider
+    run = Agent(FakeModel(["ok"]), tracer_provider=NoOpTracerProvider()).run("go")
+    assert run.ok and run.trace_id is None
+
+
+# --- telemetry failure never changes a run -------------------------------------------------
+
+class ExplodingProcessor(SimpleSpanProcessor):
+    def on_start(self, span, parent_context=None):
+        raise RuntimeError("processor bug on start")
+
+    def on_end(self, span):
+        raise RuntimeError("processor bug on end")
+
+
+class FailingExporter(SpanExporter):
+    def export(self, spans):
+        raise ConnectionError("collector down")
+
+
+class BrokenTracerProvider(TracerProvider):
+    def get_tracer(self, *args, **kwargs):
+        raise RuntimeError("broken provider")
+
+
+class BrokenMeterProvider:
+    def get_meter(self, *args, **kwargs):
+        raise RuntimeError("broken meter provider")
+
+
+def reference_run():
+    script = [tool_call("search_help", {"q": "a"}, id="x1"), tool_call("refund", {"order_id": "1"}, id="x2"), "done"]
+    return Agent(FakeModel(script), TOOLS).run("go")
+
+
+@pytest.mark.parametrize("make_providers", [
+    lambda: {"tracer_provider": _provider_with(ExplodingProcessor(FailingExporter()))},
+    lambda: {"tracer_provider": _provider_with(SimpleSpanProcessor(FailingExporter()))},
+    lambda: {"tracer_provider": BrokenTracerProvider()},
+    lambda: {"meter_provider": BrokenMeterProvider()},
+], ids=["processor-raises", "exporter-raises", "provider-raises", "meter-provider-raises"])
+def test_broken_telemetry_never_changes_the_run(make_providers, caplog):
+    expected = reference_run()
+    script = [tool_call("search_help", {"q": "a"}, id="x1"), tool_call("refund", {"order_id": "1"}, id="x2"), "done"]
+    with caplog.at_level(logging.WARNING):
+        run = Agent(FakeModel(script), TOOLS, **make_providers()).run("go")
+    assert (run.stop, run.output, run.messages, run.requested_tools(), run.trajectory()) == (
+        expected.stop, expected.output, expected.messages, expected.requested_tools(), expected.trajectory())
+
+
+def _provider_with(processor) -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    return provider
+
+
+def test_a_telemetry_failure_is_logged_once_not_per_span(caplog):
+    from tracedagent import _telemetry
+    _telemetry._reported.clear()
+    provider = _provider_with(ExplodingProcessor(FailingExporter()))
+    with caplog.at_level(logging.WARNING, logger="tracedagent"):
+        for _ in range(3):
+            Agent(FakeModel([tool_call("search_help", {"q": "a"}), "done"]), TOOLS, tracer_provider=provider).run("go")
+    messages = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    assert messages, "the failure is reported"
+    assert len(messages) == len(set(messages)), "each kind of failure is reported once"
