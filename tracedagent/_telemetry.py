@@ -41,18 +41,50 @@ _log = logging.getLogger("tracedagent")
 _reported: set[tuple[str, str]] = set()
 
 
-@contextmanager
-def _guard(doing: str) -> Iterator[None]:
-    """Swallow a telemetry failure, logging the first one of each kind (not one per run)."""
-    try:
-        yield
-    except Exception as exc:
-        key = (doing, type(exc).__name__)
+class _guard:
+    """Swallow a telemetry failure, logging the first one of each kind (not one per run).
+
+    A class rather than a ``@contextmanager`` generator: it runs several times per step,
+    and a generator-based context manager costs several times as much.
+    """
+
+    __slots__ = ("doing",)
+
+    def __init__(self, doing: str) -> None:
+        self.doing = doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False
+        key = (self.doing, type(exc).__name__)
         if key not in _reported:
             _reported.add(key)
             _log.warning("tracedagent: telemetry failed while %s (%s); runs are unaffected, "
-                         "but their telemetry may be incomplete", doing, type(exc).__name__,
-                         exc_info=True)
+                         "but their telemetry may be incomplete", self.doing, type(exc).__name__,
+                         exc_info=(exc_type, exc, tb))
+        return True
+
+
+class _current:
+    """Make ``span`` the current span (the parent of spans started) inside the block."""
+
+    __slots__ = ("span", "token")
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+        self.token: object | None = None
+
+    def __enter__(self) -> None:
+        with _guard("attaching the span context"):
+            self.token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self.token is not None:
+            with _guard("detaching the span context"):
+                otel_context.detach(self.token)  # type: ignore[arg-type]
 
 
 def capture_content_from_env() -> bool:
@@ -99,9 +131,15 @@ class AgentTelemetry:
         self.model_name: str | None = getattr(model, "model_name", None)
         self.capture_content = capture_content_from_env() if capture_content is None else capture_content
         self.content_limit = _content_limit()
-        self._server = {k: v for k, v in ((N.SERVER_ADDRESS, getattr(model, "server_address", None)),
-                                          (N.SERVER_PORT, getattr(model, "server_port", None)))
-                        if v is not None}
+        server = {N.SERVER_ADDRESS: getattr(model, "server_address", None),
+                  N.SERVER_PORT: getattr(model, "server_port", None)}
+        # Computed once: the chat span's fixed attributes, and the labels the client metrics share.
+        self.chat_attributes: dict[str, Any] = {
+            N.GEN_AI_OPERATION_NAME: N.OP_CHAT, N.GEN_AI_PROVIDER_NAME: self.provider_name,
+            **{k: v for k, v in server.items() if v is not None}}
+        if self.model_name:
+            self.chat_attributes[N.GEN_AI_REQUEST_MODEL] = self.model_name
+        self.chat_span_name = f"{N.OP_CHAT} {self.model_name or self.provider_name}"
         self.tracer: trace.Tracer = trace.NoOpTracer()
         with _guard("getting a tracer"):
             self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
@@ -135,19 +173,6 @@ class AgentTelemetry:
         return INVALID_SPAN
 
     @contextmanager
-    def _current(self, span: Span) -> Iterator[None]:
-        """Make ``span`` the parent of the spans started inside the block."""
-        token = None
-        with _guard("attaching the span context"):
-            token = otel_context.attach(trace.set_span_in_context(span))
-        try:
-            yield
-        finally:
-            if token is not None:
-                with _guard("detaching the span context"):
-                    otel_context.detach(token)
-
-    @contextmanager
     def run(self, state: RunState) -> Iterator[None]:
         """The ``invoke_agent`` span around one run; sets ``state.trace_id``."""
         attributes: dict[str, Any] = {
@@ -161,7 +186,7 @@ class AgentTelemetry:
             if ctx.is_valid:
                 state.trace_id = trace.format_trace_id(ctx.trace_id)
         try:
-            with self._current(span):
+            with _current(span):
                 yield
         except BaseException as exc:  # a bug or an interrupt: the span still ends, marked failed
             with _guard("ending a run span"):
@@ -211,7 +236,7 @@ class AgentTelemetry:
         """One span per loop iteration; the model and tool spans nest inside it."""
         span = self._start(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
         try:
-            with self._current(span):
+            with _current(span):
                 yield
         finally:
             with _guard("ending a step span"):
@@ -242,13 +267,14 @@ class AgentTelemetry:
         """``registry.dispatch`` wrapped in an ``execute_tool`` span and the tool-call counter."""
 
         def dispatch(call: ToolCall) -> ToolResult:
-            attributes = {N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: _name(call.name),
+            tool_name = _name(call.name)
+            attributes = {N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: tool_name,
                           N.GEN_AI_TOOL_CALL_ID: _name(call.id), N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION}
-            span = self._start(f"{N.OP_EXECUTE_TOOL} {_name(call.name)}", SpanKind.INTERNAL, attributes)
+            span = self._start(f"{N.OP_EXECUTE_TOOL} {tool_name}", SpanKind.INTERNAL, attributes)
             if self.capture_content and span.is_recording():
                 with _guard("capturing tool arguments"):
                     span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, self._content(call.arguments))
-            with self._current(span):
+            with _current(span):
                 result = registry.dispatch(call)
             with _guard("ending a tool span"):
                 span.set_attribute(N.TOOL_OUTCOME, result.outcome.value)
@@ -261,7 +287,7 @@ class AgentTelemetry:
                 if self._instruments_ok:
                     known = result.outcome is not ToolOutcome.UNKNOWN_TOOL
                     self.tool_calls.add(1, {N.GEN_AI_AGENT_NAME: self.agent_name,
-                                            N.GEN_AI_TOOL_NAME: _name(call.name) if known else N.UNKNOWN_TOOL_LABEL,
+                                            N.GEN_AI_TOOL_NAME: tool_name if known else N.UNKNOWN_TOOL_LABEL,
                                             N.TOOL_OUTCOME: result.outcome.value})
             return result
 
@@ -282,20 +308,20 @@ class _InstrumentedModel:
     def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                  max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
         t = self._t
-        attributes: dict[str, Any] = {N.GEN_AI_OPERATION_NAME: N.OP_CHAT,
-                                      N.GEN_AI_PROVIDER_NAME: t.provider_name, **t._server}
-        for key, value in ((N.GEN_AI_REQUEST_MODEL, t.model_name),
-                           (N.GEN_AI_REQUEST_MAX_TOKENS, max_output_tokens),
-                           (N.GEN_AI_REQUEST_TEMPERATURE, temperature)):
-            if value is not None:
-                attributes[key] = value
-        span = t._start(f"{N.OP_CHAT} {t.model_name or t.provider_name}", SpanKind.CLIENT, attributes)
+        attributes = t.chat_attributes
+        if max_output_tokens is not None or temperature is not None:
+            attributes = dict(attributes)
+            if max_output_tokens is not None:
+                attributes[N.GEN_AI_REQUEST_MAX_TOKENS] = max_output_tokens
+            if temperature is not None:
+                attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
+        span = t._start(t.chat_span_name, SpanKind.CLIENT, attributes)
         if t.capture_content and span.is_recording():
             with _guard("capturing input messages"):
                 span.set_attribute(N.GEN_AI_INPUT_MESSAGES, t._content(messages))
         started = time.perf_counter()
         try:
-            with t._current(span):
+            with _current(span):
                 completion = self.wrapped.complete(messages, tools=tools, max_output_tokens=max_output_tokens,
                                                    temperature=temperature)
         except Exception as exc:
@@ -303,11 +329,11 @@ class _InstrumentedModel:
             with _guard("ending a chat span"):
                 _fail(span, type(exc).__qualname__)
                 span.end()
-            self._record_metrics(attributes, time.perf_counter() - started, None, type(exc).__qualname__)
+            self._record_metrics(time.perf_counter() - started, None, type(exc).__qualname__)
             raise
         with _guard("ending a chat span"):
             self._end_span(span, completion)
-        self._record_metrics(attributes, time.perf_counter() - started, completion, None)
+        self._record_metrics(time.perf_counter() - started, completion, None)
         return completion
 
     def _end_span(self, span: Span, completion: Completion) -> None:
@@ -325,17 +351,14 @@ class _InstrumentedModel:
                 span.set_attribute(N.GEN_AI_OUTPUT_MESSAGES, self._t._content([completion.as_message()]))
         span.end()
 
-    def _record_metrics(self, attributes: dict[str, Any], seconds: float, completion: Completion | None,
-                        error_type: str | None) -> None:
+    def _record_metrics(self, seconds: float, completion: Completion | None, error_type: str | None) -> None:
         t = self._t
         if not t._instruments_ok:
             return
         with _guard("recording model metrics"):
-            labels = {k: attributes[k] for k in (N.GEN_AI_OPERATION_NAME, N.GEN_AI_PROVIDER_NAME,
-                                                 N.GEN_AI_REQUEST_MODEL, N.SERVER_ADDRESS, N.SERVER_PORT)
-                      if k in attributes}
+            labels = t.chat_attributes
             if completion is not None and completion.model:
-                labels[N.GEN_AI_RESPONSE_MODEL] = completion.model
+                labels = {**labels, N.GEN_AI_RESPONSE_MODEL: completion.model}
             t.duration.record(seconds, {**labels, N.ERROR_TYPE: error_type} if error_type else labels)
             if completion is not None:
                 t.token_usage.record(completion.usage.input_tokens, {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_INPUT})

@@ -162,17 +162,12 @@ def _parse_arguments(raw: dict[str, Any] | str, schema: dict[str, Any]) -> tuple
     return (arguments, None) if problem is None else ({}, problem)
 
 
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,),
-    "array": (list, tuple), "object": (dict,), "null": (type(None),),
-}
+_JSON_TYPE_NAMES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
+                                     list: "array", tuple: "array", dict: "object", type(None): "null"}
 
 
 def _json_type(value: Any) -> str:
-    for name, kinds in _JSON_TYPES.items():
-        if isinstance(value, kinds) and not (isinstance(value, bool) and name != "boolean"):
-            return name
-    return type(value).__name__
+    return _JSON_TYPE_NAMES.get(type(value)) or type(value).__name__
 
 
 def _validate(value: Any, schema: dict[str, Any], where: str) -> str | None:

@@ -1,0 +1,160 @@
+"""Per-step cost of tracing: how much does tracedagent add beyond what the OTel SDK must do?
+
+Three ways to run the same 10-step agent (a zero-latency FakeModel, one tool call a step):
+
+  (a) no SDK: the API's no-op providers - the cost of the loop itself;
+  (b) the SDK: TracerProvider + BatchSpanProcessor + an exporter that discards;
+  (c) the floor: the same 31 spans with the same attributes, emitted by a bare loop of
+      OTel calls on the same SDK setup, with no agent at all.
+
+(b)/(c) is the harness's overhead over the SDK's own work (target <= 1.3); (b)/(a) is what
+turning tracing on costs. Metrics are off in (a)-(c) so that (b) and (c) do the same work;
+(d) adds the SDK MeterProvider for information. Run: python benchmarks/overhead.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.trace import NoOpTracerProvider, SpanKind
+
+from tracedagent import Agent, Budget, Completion, Registry, ToolCall, Usage, tool
+
+STEPS = 10
+
+
+class DiscardingExporter(SpanExporter):
+    def export(self, spans):
+        return SpanExportResult.SUCCESS
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return "42"
+
+
+class ZeroLatencyModel:
+    """Like FakeModel, but with precomputed turns so the model costs next to nothing."""
+
+    provider_name = "fake"
+    model_name = "fake-model"
+
+    def __init__(self) -> None:
+        self.turns = [Completion(tool_calls=[ToolCall(f"c{i}", "lookup", {"q": f"q{i}"})],
+                                 usage=Usage(100 + i, 10), model="fake-model", finish_reason="tool_calls")
+                      for i in range(STEPS - 1)]
+        self.turns.append(Completion(text="done", usage=Usage(200, 5), model="fake-model", finish_reason="stop"))
+        self.i = 0
+
+    def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        turn = self.turns[self.i % STEPS]
+        self.i += 1
+        return turn
+
+
+def sdk_provider() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(DiscardingExporter()))
+    return provider
+
+
+def agent_runs(tracer_provider, meter_provider, runs: int) -> float:
+    agent = Agent(ZeroLatencyModel(), Registry([lookup]), budget=Budget(max_steps=STEPS),
+                  tracer_provider=tracer_provider, meter_provider=meter_provider)
+    started = time.perf_counter()
+    for _ in range(runs):
+        run = agent.run("go")
+    elapsed = time.perf_counter() - started
+    assert run.step_count == STEPS and run.ok
+    return elapsed
+
+
+def floor_runs(tracer_provider, runs: int) -> float:
+    """The same span tree and attributes as an agent run, straight through the OTel API."""
+    tracer = tracer_provider.get_tracer("tracedagent")
+    run_start = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "agent",
+                 "gen_ai.provider.name": "fake", "gen_ai.request.model": "fake-model",
+                 "tracedagent.budget.max_steps": STEPS, "tracedagent.budget.repeat_limit": 3}
+    run_end = {"tracedagent.stop_reason": "answered", "tracedagent.steps": STEPS,
+               "gen_ai.usage.input_tokens": 1245, "gen_ai.usage.output_tokens": 95, "tracedagent.cost_usd": 0.0,
+               "tracedagent.tools.requested": ["lookup"] * 9, "tracedagent.tools.executed": ["lookup"] * 9,
+               "tracedagent.tools.blocked": []}
+    chat_start = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "fake", "gen_ai.request.model": "fake-model"}
+    chat_end = {"gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10,
+                "gen_ai.response.model": "fake-model", "gen_ai.response.finish_reasons": ["tool_calls"]}
+    step_end = {"tracedagent.step.input_tokens": 100, "tracedagent.step.output_tokens": 10,
+                "tracedagent.tools.requested": ["lookup"], "tracedagent.tools.executed": ["lookup"],
+                "tracedagent.tools.blocked": []}
+
+    def child(name, kind, attributes):
+        span = tracer.start_span(name, kind=kind, attributes=attributes)
+        return span, otel_context.attach(trace.set_span_in_context(span))
+
+    def close(span, token):
+        otel_context.detach(token)
+        span.end()
+
+    started = time.perf_counter()
+    for _ in range(runs):
+        run_span, run_token = child("invoke_agent agent", SpanKind.INTERNAL, run_start)
+        for i in range(STEPS):
+            step, step_token = child("step", SpanKind.INTERNAL, {"tracedagent.step.index": i})
+            chat, chat_token = child("chat fake-model", SpanKind.CLIENT, chat_start)
+            otel_context.detach(chat_token)
+            chat.set_attributes(chat_end)
+            chat.end()
+            if i < STEPS - 1:
+                tool_span, tool_token = child("execute_tool lookup", SpanKind.INTERNAL, {
+                    "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+                    "gen_ai.tool.call.id": f"c{i}", "gen_ai.tool.type": "function"})
+                tool_span.set_attribute("tracedagent.tool.outcome", "ok")
+                close(tool_span, tool_token)
+            step.set_attributes(step_end)
+            close(step, step_token)
+        run_span.set_attributes(run_end)
+        close(run_span, run_token)
+    return time.perf_counter() - started
+
+
+def per_step_us(measure, runs: int, repeats: int) -> float:
+    measure(max(1, runs // 10))  # warm up
+    return statistics.median(measure(runs) for _ in range(repeats)) / (runs * STEPS) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+
+    noop_tracer, noop_meter = NoOpTracerProvider(), NoOpMeterProvider()
+    sdk = sdk_provider()
+    sdk_meter = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    a = per_step_us(lambda n: agent_runs(noop_tracer, noop_meter, n), args.runs, args.repeats)
+    b = per_step_us(lambda n: agent_runs(sdk, noop_meter, n), args.runs, args.repeats)
+    c = per_step_us(lambda n: floor_runs(sdk, n), args.runs, args.repeats)
+    d = per_step_us(lambda n: agent_runs(sdk, sdk_meter, n), args.runs, args.repeats)
+    sdk.shutdown()
+
+    print(f"{STEPS}-step runs x {args.runs}, median of {args.repeats} repeats, per step:")
+    print(f"  (a) no SDK (no-op providers)            {a:8.1f} us/step")
+    print(f"  (b) SDK + BatchSpanProcessor + discard  {b:8.1f} us/step")
+    print(f"  (c) floor: bare OTel calls, same spans  {c:8.1f} us/step")
+    print(f"  (d) (b) plus the SDK MeterProvider      {d:8.1f} us/step")
+    print(f"  (b)/(c) = {b / c:.2f}   (target <= 1.3: the harness adds little beyond the SDK's own work)")
+    print(f"  (b)/(a) = {b / a:.2f}   (what turning tracing on costs the loop)")
+    print(f"  (d)/(b) = {d / b:.2f}   (what metrics add)")
+
+
+if __name__ == "__main__":
+    main()
