@@ -10,58 +10,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import SpanKind, StatusCode
 
-from tracedagent import Agent, Budget, FatalToolError, Registry, Stop, ToolCall, ToolError, tool
+from scenarios import SCENARIOS, TOOLS
+from tracedagent import Agent, Completion, Stop, ToolCall
 from tracedagent.testing import FakeModel, Recorder, tool_call
-
-
-@tool
-def search_help(q: str) -> str:
-    """Search the help centre."""
-    return f"3 articles about {q}"
-
-
-@tool
-def charge_card(amount: int) -> str:
-    """Charge the card."""
-    raise FatalToolError("credentials revoked")
-
-
-@tool
-def flaky(n: int) -> str:
-    """Always fails."""
-    raise ToolError("unavailable")
-
-
-@tool
-def refund(order_id: str) -> str:
-    """Refund an order."""
-    return "refunded"
-
-
-def deny_refund(call: ToolCall) -> str | None:
-    return "refunds need a human" if call.name == "refund" else None
-
-
-TOOLS = Registry([search_help, charge_card, flaky, refund], policy=deny_refund)
-
-
-def many(name: str, n: int = 12, same: bool = False):
-    return [tool_call(name, {"q": "same" if same else f"q{i}"} if name == "search_help" else {"n": i})
-            for i in range(n)]
-
-
-# Each stop reason: (script, budget, expected steps)
-SCENARIOS = {
-    Stop.ANSWERED: ([tool_call("search_help", {"q": "a"}), "done"], Budget(), 2),
-    Stop.STEP_BUDGET: (many("search_help"), Budget(max_steps=3), 3),
-    Stop.TOKEN_BUDGET: (many("search_help"), Budget(max_tokens=250), None),
-    Stop.COST_BUDGET: (many("search_help"), Budget(max_cost=0.001, price_per_1k_input=0.01,
-                                                   price_per_1k_output=0.03), None),
-    Stop.REPEATED_CALL: (many("search_help", same=True), Budget(repeat_limit=2), 3),
-    Stop.TOOL_FATAL: ([tool_call("charge_card", {"amount": 1})], Budget(), 1),
-    Stop.NO_PROGRESS: (many("flaky"), Budget(no_progress_limit=2), 2),
-    Stop.MODEL_ERROR: ([tool_call("search_help", {"q": "a"}), TimeoutError("read timed out")], Budget(), 1),
-}
 
 
 @pytest.fixture
@@ -71,7 +22,7 @@ def rec() -> Recorder:
 
 def run_scenario(rec: Recorder, stop: Stop):
     script, budget, _ = SCENARIOS[stop]
-    run = Agent(FakeModel(script), TOOLS, budget=budget, name="support", **rec.providers).run("help me")
+    run = Agent(FakeModel(script()), TOOLS, budget=budget, name="support", **rec.providers).run("help me")
     [view] = rec.runs()
     return run, view
 
@@ -158,8 +109,6 @@ def test_failed_model_call_marks_the_chat_span(rec):
     (ToolCall("c1", "charge_card", {"amount": 1}), "fatal", "FatalToolError"),
 ])
 def test_every_dispatched_call_gets_a_tool_span(rec, call, outcome, error_type):
-    from opentelemetry.sdk.trace import ReadableSpan  # noqa: F401 - documents the type below
-
     Agent(FakeModel([_turn(call), "done"]), TOOLS, **rec.providers).run("go")
     [view] = rec.runs()
     [span] = view.tool_spans
@@ -174,8 +123,7 @@ def test_every_dispatched_call_gets_a_tool_span(rec, call, outcome, error_type):
         assert span.status.status_code is StatusCode.ERROR and a["error.type"] == error_type
 
 
-def _turn(call: ToolCall):
-    from tracedagent import Completion
+def _turn(call: ToolCall) -> Completion:
     return Completion(tool_calls=[call])
 
 
@@ -188,7 +136,7 @@ def test_the_repeated_call_that_stops_a_run_gets_no_tool_span(rec):
 def test_metrics_count_runs_tools_cost_and_tokens(rec):
     for stop in (Stop.ANSWERED, Stop.ANSWERED, Stop.TOOL_FATAL, Stop.COST_BUDGET):
         script, budget, _ = SCENARIOS[stop]
-        Agent(FakeModel(script), TOOLS, budget=budget, name="support", **rec.providers).run("go")
+        Agent(FakeModel(script()), TOOLS, budget=budget, name="support", **rec.providers).run("go")
     runs = rec.runs()
 
     assert rec.metric("tracedagent.runs", stop_reason="answered") == 2
