@@ -38,8 +38,8 @@ class Agent:
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``tracer_provider`` / ``meter_provider`` default to the global ones."""
-        self.model = model
-        self.registry = registry if isinstance(registry, Registry) else Registry(registry or ())
+        self._raw_model = model
+        self._registry = registry if isinstance(registry, Registry) else Registry(registry or ())
         self.budget = budget
         self.system_prompt = system_prompt
         self.name = name
@@ -49,7 +49,16 @@ class Agent:
                                          tracer_provider=tracer_provider, meter_provider=meter_provider,
                                          capture_content=capture_content)
         self._model = self._telemetry.instrument_model(model)
-        self._dispatch = self._telemetry.instrument_dispatch(self.registry)
+        self._dispatch = self._telemetry.instrument_dispatch(self._registry)
+
+    # Read-only: the instrumented wrappers above are built around these two.
+    @property
+    def model(self) -> Model:
+        return self._raw_model
+
+    @property
+    def registry(self) -> Registry:
+        return self._registry
 
     def run(self, task: str, history: Sequence[Message] | None = None) -> Run:
         state = RunState(self.budget, initial_messages(self.system_prompt, history, task))

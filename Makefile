@@ -1,0 +1,48 @@
+# tracedagent - top-level tasks. `make demo` and `make test` are the two commands a new
+# machine needs; the rest are their parts.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+PROMTOOL ?= promtool
+
+.PHONY: install demo test test-unit test-stack bench alerts-test \
+        stack-build stack-up stack-down stack-status stack-smoke
+
+install:       ## the package, its extras and the test tools, editable
+	$(PIP) install --quiet --disable-pip-version-check -e '.[test]'
+
+demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
+	$(PYTHON) -m tracedagent demo
+
+test: install stack-up alerts-test  ## everything: unit, CLI, adapters, examples, and the real stack
+	TRACEDAGENT_REQUIRE_STACK=1 $(PYTHON) -m pytest tests examples/support-agent
+
+test-unit: install  ## the tests that need no running service
+	$(PYTHON) -m pytest tests --ignore=tests/stack
+
+bench: install ## the overhead and exit-time benchmarks (print figures; nothing asserts timings)
+	$(PYTHON) benchmarks/overhead.py
+	$(PYTHON) benchmarks/exit_time.py
+
+# --- the observability stack without Docker (see collector/README.md) --------------------
+# The logic lives in scripts/stack.sh; these targets only name it.
+
+stack-build:   ## install Prometheus/Alertmanager (apt) and build+cache Jaeger and the collector
+	scripts/stack.sh build
+
+stack-up:      ## start the stack on 127.0.0.1 and wait until every service is healthy
+	scripts/stack.sh up
+
+stack-down:    ## stop every process stack-up started
+	scripts/stack.sh down
+
+stack-status:  ## pid and health of each service (exit 1 unless all are healthy)
+	scripts/stack.sh status
+
+stack-smoke:   ## send a trace and metrics through the running stack and check they arrive
+	scripts/stack.sh smoke
+
+alerts-test:   ## validate the Prometheus config and rules, then run the rules' unit tests
+	scripts/stack.sh packages
+	$(PROMTOOL) check config collector/prometheus.yml
+	$(PROMTOOL) check rules collector/alerts.yml
+	$(PROMTOOL) test rules collector/alerts_test.yml
