@@ -195,10 +195,12 @@ def test_thinking_blocks_of_a_tool_turn_are_replayed_unmodified():
 
 def test_cache_tokens_are_included_in_input_tokens_and_reported_apart():
     rec = Recorder()
-    with serve(message(text("ok"), input_tokens=3, output_tokens=5, cache_read=1000, cache_creation=200)) as server:
+    reply = message(text("ok"), input_tokens=3, output_tokens=5, cache_read=1000, cache_creation=200)
+    with serve(reply) as server:
         run = Agent(model_for(server), **rec.providers).run("Hi")
     usage = run.steps[0].completion.usage
-    assert (usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (1203, 1000, 200)
+    assert usage.input_tokens == 3 + 1000 + 200
+    assert (usage.cache_read_input_tokens, usage.cache_creation_input_tokens) == (1000, 200)
     assert run.input_tokens == 1203
     [span] = rec.runs()[0].chat_spans
     assert span.attributes[N.GEN_AI_USAGE_INPUT_TOKENS] == 1203
@@ -270,7 +272,8 @@ def test_persistent_overload_stops_the_run_and_keeps_the_partial_run():
 
 def test_internal_server_error_with_max_retries_configured():
     rec = Recorder()
-    with serve(error(500, "api_error", "boom", **FAST_RETRY), error(500, "api_error", "boom", **FAST_RETRY)) as server:
+    boom = error(500, "api_error", "boom", **FAST_RETRY)
+    with serve(boom, boom) as server:
         run = Agent(model_for(server, max_retries=1), **rec.providers).run("Hi")
     assert len(server.requests) == 2
     assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, anthropic.InternalServerError)
@@ -303,7 +306,8 @@ def test_api_key_never_reaches_spans_output_or_logs(caplog):
     """The 401 body echoes the key, as a careless proxy might; it must still go nowhere."""
     caplog.set_level(logging.DEBUG)  # the SDK's and httpx's debug logs included
     rec = Recorder()
-    with serve(error(401, "authentication_error", f"invalid x-api-key {FAKE_KEY}"), message(text("fine"))) as server:
+    leaky = error(401, "authentication_error", f"invalid x-api-key {FAKE_KEY}")
+    with serve(leaky, message(text("fine"))) as server:
         model = model_for(server)
         agent = Agent(model, [add], capture_content=True, **rec.providers)
         failed = agent.run("Hi")

@@ -145,8 +145,8 @@ def _to_wire(messages: list[Message], thinking_for: Any) -> tuple[str, list[dict
             blocks = list(thinking_for(calls[0]["id"])) if calls else []
             if content:
                 blocks.append({"type": "text", "text": content})
-            blocks.extend({"type": "tool_use", "id": c["id"], "name": c["name"], "input": _as_input(c["arguments"])}
-                          for c in calls)
+            blocks.extend({"type": "tool_use", "id": c["id"], "name": c["name"],
+                           "input": _as_input(c["arguments"])} for c in calls)
             add("assistant", blocks)
         else:
             add("user", [{"type": "text", "text": content}] if content else [])
