@@ -1,0 +1,130 @@
+"""A scripted HTTP server on 127.0.0.1 that plays a model provider's wire format.
+
+The model adapters are tested through the real ``openai`` and ``anthropic`` SDKs, so
+what is faked is only the far end of the socket: each request gets the next scripted
+``Reply`` (status, headers, body, optional delay), and every request is recorded with
+its path, headers and decoded JSON body so a test can assert what the SDK actually sent.
+Nothing here reaches the internet; the port is ephemeral.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+from contextlib import contextmanager
+
+__all__ = ["Reply", "Recorded", "FakeServer", "serve", "json_reply"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """One scripted HTTP response."""
+
+    status: int = 200
+    """HTTP status code."""
+    body: bytes = b""
+    """Raw response body (use ``json_reply`` for JSON)."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra response headers, e.g. ``retry-after-ms`` to keep SDK backoff tiny."""
+    delay: float = 0.0
+    """Seconds to wait before answering, to provoke a client timeout."""
+
+
+def json_reply(payload: Any, status: int = 200, **headers: str) -> Reply:
+    """A JSON reply; header names use ``_`` for ``-`` (``retry_after_ms="1"``)."""
+    return Reply(status=status, body=json.dumps(payload).encode(),
+                 headers={"content-type": "application/json",
+                          **{k.replace("_", "-"): v for k, v in headers.items()}})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recorded:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Header names in lowercase."""
+    body: Any
+    """The decoded JSON body, or the raw text when it was not JSON."""
+
+
+class FakeServer:
+    """Answers each request with the next ``Reply``; a request past the script gets a 400
+    that tells the SDK not to retry, so an under-scripted test fails fast and plainly."""
+
+    def __init__(self, script: list[Reply]) -> None:
+        self.script = list(script)
+        self.requests: list[Recorded] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's naming
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length).decode()
+                try:
+                    body: Any = json.loads(raw)
+                except ValueError:
+                    body = raw
+                reply = server._next(Recorded(method="POST", path=self.path, body=body,
+                                              headers={k.lower(): v for k, v in self.headers.items()}))
+                if reply.delay:
+                    time.sleep(reply.delay)
+                try:
+                    self.send_response(reply.status)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.send_header("content-length", str(len(reply.body)))
+                    self.end_headers()
+                    self.wfile.write(reply.body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port: int = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
+
+    def _next(self, request: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            if self.script:
+                return self.script.pop(0)
+        return json_reply({"error": {"message": "fake server script exhausted"}}, status=400,
+                          x_should_retry="false")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+    def start(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@contextmanager
+def serve(*script: Reply) -> Iterator[FakeServer]:
+    """Run a ``FakeServer`` for the block."""
+    server = FakeServer(list(script)).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,33 @@
+"""Adapters from the loop's ``Model`` protocol to real model APIs.
+
+Each adapter lives in its own module and imports its provider's official SDK, an optional
+dependency: ``pip install 'tracedagent[openai]'`` or ``'tracedagent[anthropic]'``. This
+package imports neither SDK; ``from tracedagent.models import OpenAIChatModel`` loads the
+adapter (and its SDK) on first use.
+
+* ``tracedagent.models.openai.OpenAIChatModel`` - OpenAI's Chat Completions API, and every
+  server that speaks it (vLLM, Ollama, LM Studio, OpenRouter, Azure OpenAI...).
+* ``tracedagent.models.anthropic.AnthropicModel`` - Anthropic's Messages API.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._common import MalformedResponseError
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicModel
+    from .openai import OpenAIChatModel
+
+__all__ = ["AnthropicModel", "MalformedResponseError", "OpenAIChatModel"]
+
+_LAZY = {"OpenAIChatModel": ".openai", "AnthropicModel": ".anthropic"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import an adapter's module (and so its SDK) only when the adapter is asked for."""
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

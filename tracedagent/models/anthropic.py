@@ -1,0 +1,208 @@
+"""``AnthropicModel``: the loop's ``Model`` over Anthropic's Messages API.
+
+The Messages API differs from the loop's message shape in four ways this module bridges:
+the system prompt is a request field, not a message; tool calls are ``tool_use`` content
+blocks; tool results are ``tool_result`` blocks inside a *user* turn (consecutive results
+share one turn); and ``max_tokens`` is required. Two more come from the current API
+version (``2026-10-21``, which the SDK 2.x sends):
+
+* Sampling parameters are gone: ``temperature`` is rejected with a 400 even at its default,
+  and the SDK no longer has the argument. A temperature the loop passes is therefore not
+  sent; the adapter logs that once.
+* Recent models think by default, and a ``tool_use`` turn sent back must keep its
+  ``thinking`` blocks, unmodified. The loop's provider-neutral history has no place for
+  them, so the adapter remembers each tool-using turn's thinking blocks by its first tool
+  call id (a bounded memory) and puts them back when that turn is replayed.
+
+Token counts follow the GenAI conventions: Anthropic's ``input_tokens`` excludes cached
+tokens, while ``gen_ai.usage.input_tokens`` SHOULD include them, so ``Usage.input_tokens``
+is ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``, with the two
+cache counts also reported on their own.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from .._records import Completion, Message, ToolCall, Usage
+from ._common import (MalformedResponseError, client_options, decode_arguments, missing_sdk,
+                      scrub_secrets, server_of)
+
+try:
+    import anthropic
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(missing_sdk("anthropic", "anthropic")) from exc
+
+__all__ = ["AnthropicModel", "DEFAULT_MAX_TOKENS"]
+
+_log = logging.getLogger("tracedagent")
+
+DEFAULT_MAX_TOKENS = 8192
+"""``max_tokens`` when the loop sets no ``max_output_tokens``. The API requires the field; it
+bounds thinking and answer together, and is a ceiling, not a spend. Every current Claude model
+can emit this many tokens, and it stays below the ~21,333 above which the SDK refuses a
+non-streaming request (it expects such calls to outlast its 10-minute timeout)."""
+THINKING_MEMORY = 1024
+"""Tool-using turns whose thinking blocks are kept for replay; the oldest are forgotten first."""
+_RESERVED = frozenset({"model", "messages", "tools", "system", "max_tokens", "stream"})
+_THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+class AnthropicModel:
+    """A ``Model`` backed by ``client.messages.create``.
+
+    ``model`` is a Claude model id. Pass a ready ``anthropic.Anthropic`` ``client`` (or a
+    Bedrock/Vertex one), or let the adapter build one from ``base_url``, ``api_key``,
+    ``max_retries`` and ``timeout`` (``None`` means the SDK's default: ``ANTHROPIC_API_KEY``
+    and its other credential sources, 2 retries, 10 minutes). A client the adapter builds has
+    the SDK's own OpenTelemetry spans turned off, because the ``Agent``'s ``chat`` span already
+    is the GenAI span of that call; pass your own client to keep them.
+
+    ``max_tokens`` is used when the loop passes no ``max_output_tokens``. Other keywords
+    (``thinking={...}``, ``tool_choice={...}``, ``metadata={...}``, ``extra_body={...}``) are sent
+    with every request.
+    """
+
+    provider_name = "anthropic"
+
+    def __init__(self, model: str, client: anthropic.Anthropic | None = None, *,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, base_url: str | None = None,
+                 api_key: str | None = None, max_retries: int | None = None,
+                 timeout: float | None = None, **request_options: Any) -> None:
+        if reserved := _RESERVED & request_options.keys():
+            raise TypeError(f"{', '.join(sorted(reserved))} cannot be request options: the loop sets "
+                            "model, messages, system and tools, max_tokens has its own argument, "
+                            "and the adapter does not stream")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
+        options = client_options(client, base_url=base_url, api_key=api_key,
+                                 max_retries=max_retries, timeout=timeout)
+        self.client = client if client is not None else anthropic.Anthropic(open_telemetry=False, **options)
+        self.model_name = model
+        self.max_tokens = max_tokens
+        self.request_options = request_options
+        self.server_address, self.server_port = server_of(self.client.base_url)
+        self._thinking = _ThinkingMemory(THINKING_MEMORY)
+        self._warned_temperature = False
+
+    def __repr__(self) -> str:  # never the client: it holds the credentials
+        return f"AnthropicModel(model={self.model_name!r}, server={self.server_address}:{self.server_port})"
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                 max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
+        """One Messages request. SDK errors that survive its retries propagate as they are
+        (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``,
+        ``AuthenticationError``...), so the run stops with ``Stop.MODEL_ERROR``."""
+        system, wire = _to_wire(messages, self._thinking.recall)
+        params: dict[str, Any] = {**self.request_options, "model": self.model_name, "messages": wire,
+                                  "max_tokens": max_output_tokens or self.max_tokens}
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                                "input_schema": t["parameters"]} for t in tools]
+        if temperature is not None and not self._warned_temperature:
+            self._warned_temperature = True
+            _log.warning("tracedagent: the Anthropic Messages API no longer accepts temperature; "
+                         "AnthropicModel does not send it")
+        try:
+            response = self.client.messages.create(**params)
+        except anthropic.AnthropicError as exc:
+            scrub_secrets(exc, [getattr(self.client, "api_key", None), getattr(self.client, "auth_token", None)])
+            raise
+        completion = _to_completion(response)
+        if completion.tool_calls:
+            self._thinking.remember(completion.tool_calls[0].id, response.content)
+        return completion
+
+
+def _to_wire(messages: list[Message], thinking_for: Any) -> tuple[str, list[dict[str, Any]]]:
+    """The loop's messages as ``(system, messages)``. Every system message goes into
+    ``system``; a turn continuing the same role (tool results, then a user's text) merges
+    into the previous one, as the API wants one turn per role change."""
+    system: list[str] = []
+    wire: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+
+    for message in messages:
+        role, content = message["role"], message.get("content") or ""
+        if role == "system":
+            system.append(content)
+        elif role == "tool":
+            add("user", [{"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": content}])
+        elif role == "assistant":
+            calls = message.get("tool_calls") or []
+            blocks = list(thinking_for(calls[0]["id"])) if calls else []
+            if content:
+                blocks.append({"type": "text", "text": content})
+            blocks.extend({"type": "tool_use", "id": c["id"], "name": c["name"],
+                           "input": _as_input(c["arguments"])} for c in calls)
+            add("assistant", blocks)
+        else:
+            add("user", [{"type": "text", "text": content}] if content else [])
+    return "\n\n".join(s for s in system if s), wire
+
+
+def _as_input(arguments: dict[str, Any] | str) -> dict[str, Any]:
+    """``tool_use.input`` must be an object; a call whose arguments were not one is replayed
+    with ``{}`` (its tool result already told the model what was wrong)."""
+    decoded = decode_arguments(arguments)
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def _to_completion(response: Any) -> Completion:
+    content = getattr(response, "content", None)
+    if not isinstance(content, list) or getattr(response, "usage", None) is None:
+        raise MalformedResponseError("the message response has no content list or no usage")
+    text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
+    calls = [ToolCall(id=block.id, name=block.name, arguments=decode_arguments(block.input))
+             for block in content if getattr(block, "type", None) == "tool_use"]
+    return Completion(text=text, tool_calls=calls, usage=_usage(response.usage), model=response.model,
+                      finish_reason=response.stop_reason, response_id=response.id)
+
+
+def _usage(usage: Any) -> Usage:
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_creation = usage.cache_creation_input_tokens or 0
+    return Usage(input_tokens=(usage.input_tokens or 0) + cache_read + cache_creation,
+                 output_tokens=usage.output_tokens or 0,
+                 cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_creation)
+
+
+class _ThinkingMemory:
+    """Thinking blocks of recent tool-using turns, by the turn's first tool call id.
+
+    Shared by the concurrent runs of one adapter, hence the lock; bounded, so a long-lived
+    process does not grow. Only the latest tool-using turn of a conversation has to carry
+    its thinking, so forgetting an old one costs nothing unless a run outlives 1,024 others.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._blocks: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, call_id: str, content: list[Any]) -> None:
+        blocks = [block.model_dump(mode="json", exclude_none=True) for block in content
+                  if getattr(block, "type", None) in _THINKING_TYPES]
+        if not blocks:
+            return
+        with self._lock:
+            self._blocks[call_id] = blocks
+            self._blocks.move_to_end(call_id)
+            while len(self._blocks) > self._capacity:
+                self._blocks.popitem(last=False)
+
+    def recall(self, call_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(b) for b in self._blocks.get(call_id, ())]

@@ -1,0 +1,134 @@
+"""``OpenAIChatModel``: the loop's ``Model`` over OpenAI's Chat Completions API.
+
+Chat Completions is the API that OpenAI and most self-hosted servers share (vLLM, Ollama,
+LM Studio, llama.cpp, OpenRouter, Azure OpenAI), so one adapter with a ``base_url`` reaches
+all of them. It speaks through the official ``openai`` SDK, which keeps its own retries and
+reads ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` from the environment as usual.
+
+Telemetry is not done here: the ``Agent`` wraps ``complete`` in a ``chat`` span and reads
+``provider_name``, ``model_name``, ``server_address`` and ``server_port`` off this object.
+Following the GenAI conventions, ``gen_ai.provider.name`` is ``openai`` for every server
+this client talks to; ``server.address`` tells them apart.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from .._records import Completion, Message, ToolCall, Usage
+from ._common import (MalformedResponseError, client_options, decode_arguments, encode_arguments,
+                      missing_sdk, scrub_secrets, server_of)
+
+try:
+    import openai
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(missing_sdk("openai", "openai")) from exc
+
+__all__ = ["OpenAIChatModel"]
+
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+_RESERVED = frozenset({"model", "messages", "tools", "stream"})
+
+
+class OpenAIChatModel:
+    """A ``Model`` backed by ``client.chat.completions.create``.
+
+    ``model`` is the model name the server knows (``gpt-4.1-mini``, ``llama3.2``...).
+    Pass a ready ``openai.OpenAI`` (or ``AzureOpenAI``) ``client``, or let the adapter build
+    one from ``base_url``, ``api_key``, ``max_retries`` and ``timeout`` (each ``None`` means
+    the SDK's default: environment variables, 2 retries, 10 minutes).
+
+    ``max_tokens_field`` names the request field that carries the loop's
+    ``max_output_tokens``: OpenAI's current ``max_completion_tokens`` (its reasoning models
+    refuse the older name), or ``max_tokens`` for servers that know only that one (Ollama).
+
+    Any other keyword (``seed=7``, ``reasoning_effort="low"``, ``tool_choice="required"``,
+    ``extra_body={...}``) is sent with every request; the loop's own per-call values win.
+    """
+
+    provider_name = "openai"
+
+    def __init__(self, model: str, client: openai.OpenAI | None = None, *,
+                 base_url: str | None = None, api_key: str | None = None,
+                 max_retries: int | None = None, timeout: float | None = None,
+                 max_tokens_field: MaxTokensField = "max_completion_tokens",
+                 **request_options: Any) -> None:
+        if reserved := _RESERVED & request_options.keys():
+            raise TypeError(f"{', '.join(sorted(reserved))} cannot be request options: the loop sets "
+                            "the model, messages and tools, and the adapter does not stream")
+        if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
+            raise ValueError(f"max_tokens_field must be 'max_completion_tokens' or 'max_tokens', "
+                             f"got {max_tokens_field!r}")
+        options = client_options(client, base_url=base_url, api_key=api_key,
+                                 max_retries=max_retries, timeout=timeout)
+        self.client = client if client is not None else openai.OpenAI(**options)
+        self.model_name = model
+        self.max_tokens_field = max_tokens_field
+        self.request_options = request_options
+        self.server_address, self.server_port = server_of(self.client.base_url)
+
+    def __repr__(self) -> str:  # never the client: its repr is not ours to vouch for
+        return f"OpenAIChatModel(model={self.model_name!r}, server={self.server_address}:{self.server_port})"
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                 max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
+        """One Chat Completions request. SDK errors that survive its retries propagate as
+        they are (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``,
+        ``AuthenticationError``...), so the run stops with ``Stop.MODEL_ERROR``."""
+        params: dict[str, Any] = {**self.request_options, "model": self.model_name,
+                                  "messages": [_to_wire(m) for m in messages]}
+        if tools:
+            params["tools"] = [_tool_to_wire(t) for t in tools]
+        if max_output_tokens is not None:
+            params[self.max_tokens_field] = max_output_tokens
+        if temperature is not None:
+            params["temperature"] = temperature
+        try:
+            response = self.client.chat.completions.create(**params)
+        except openai.OpenAIError as exc:
+            scrub_secrets(exc, [self.client.api_key])
+            raise
+        return _to_completion(response)
+
+
+def _to_wire(message: Message) -> dict[str, Any]:
+    """One loop message as a Chat Completions message (the shapes are nearly the same)."""
+    role = message["role"]
+    content = message.get("content") or ""
+    if role == "tool":
+        return {"role": "tool", "tool_call_id": message["tool_call_id"], "content": content}
+    if role == "assistant" and message.get("tool_calls"):
+        return {"role": "assistant", "content": content, "tool_calls": [
+            {"id": call["id"], "type": "function",
+             "function": {"name": call["name"], "arguments": encode_arguments(call["arguments"])}}
+            for call in message["tool_calls"]]}
+    return {"role": role, "content": content}
+
+
+def _tool_to_wire(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": schema["name"],
+                                             "description": schema.get("description", ""),
+                                             "parameters": schema["parameters"]}}
+
+
+def _to_completion(response: Any) -> Completion:
+    """The first choice as a ``Completion``; token counts as the server reported them."""
+    if not getattr(response, "choices", None) or getattr(response.choices[0], "message", None) is None:
+        raise MalformedResponseError("the chat completion response has no choices[0].message")
+    choice = response.choices[0]
+    message = choice.message
+    calls = [ToolCall(id=call.id, name=call.function.name, arguments=decode_arguments(call.function.arguments))
+             for call in message.tool_calls or () if getattr(call, "function", None) is not None]
+    return Completion(text=message.content or message.refusal or "", tool_calls=calls,
+                      usage=_usage(response.usage), model=response.model,
+                      finish_reason=choice.finish_reason, response_id=response.id)
+
+
+def _usage(usage: Any) -> Usage:
+    """``prompt_tokens`` already includes cached tokens, as ``gen_ai.usage.input_tokens`` wants."""
+    if usage is None:  # some compatible servers omit it
+        return Usage()
+    details = usage.prompt_tokens_details
+    return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0,
+                 cache_read_input_tokens=(details and details.cached_tokens) or 0,
+                 cache_creation_input_tokens=(details and getattr(details, "cache_write_tokens", None)) or 0)
