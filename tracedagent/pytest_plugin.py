@@ -1,0 +1,51 @@
+"""The tracedagent pytest plugin: a fresh span recorder for every test that asks for one.
+
+Registered through the ``pytest11`` entry point, so installing tracedagent is enough::
+
+    def test_refund_is_blocked(tracedagent_recorder):
+        run = build_agent(FakeModel([...])).run("refund order 42")
+        assert_never_executed(tracedagent_recorder, "refund")
+
+Loading the plugin changes nothing: no global provider is installed until a test
+requests ``tracedagent_recorder``. From then on the process keeps one SDK
+``TracerProvider`` / ``MeterProvider`` as the global ones (OpenTelemetry allows setting
+them once per process), or adds its span router to the SDK providers the application set
+first; each test's recorder sees only the spans started during that test. Every
+pytest-xdist worker is its own process with its own providers, so parallel runs are
+isolated too. Set the ini option ``tracedagent_capture_global = false`` to keep the
+global providers untouched; the fixture then records only agents given
+``**tracedagent_recorder.providers``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from .testing import Recorder
+
+__all__ = ["tracedagent_recorder"]
+
+INI_CAPTURE_GLOBAL = "tracedagent_capture_global"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(INI_CAPTURE_GLOBAL, type="bool", default=True,
+                  help="tracedagent_recorder also records agents that use the global OpenTelemetry "
+                       "providers (installs an SDK provider if none is set). Default: true.")
+
+
+@pytest.fixture
+def tracedagent_recorder(request: pytest.FixtureRequest) -> Iterator[Recorder]:
+    """A ``Recorder`` for this test only: pass ``**tracedagent_recorder.providers`` to an
+    ``Agent``, or let the agent use the global providers (recorded unless the
+    ``tracedagent_capture_global`` ini option is false)."""
+    recorder = Recorder()
+    if request.config.getini(INI_CAPTURE_GLOBAL):
+        recorder.start()
+    try:
+        yield recorder
+    finally:
+        recorder.stop()
+        recorder.clear()  # the spans die with the test, not with the session
