@@ -151,7 +151,7 @@ class Recorder:
                             yield from (p for p in metric.data.data_points
                                         if attributes_match(p.attributes, labels))
 
-    def metric(self, name: str, **labels: Any) -> float:
+    def metric(self, name: str, /, **labels: Any) -> float:
         """A counter's sum, or a histogram's count, over the points whose labels match:
         ``recorder.metric("tracedagent.runs", stop_reason="answered")``. Zero when the
         metric was never recorded. Labels follow the alias rule (no suffix matching)."""
@@ -160,6 +160,6 @@ class Recorder:
             total += point.count if isinstance(point, HistogramDataPoint) else point.value
         return total
 
-    def histogram_sum(self, name: str, **labels: Any) -> float:
+    def histogram_sum(self, name: str, /, **labels: Any) -> float:
         """The sum of a histogram's recorded values over matching points (e.g. tokens)."""
         return sum(p.sum for p in self._points(name, labels) if isinstance(p, HistogramDataPoint))
