@@ -88,6 +88,7 @@ _lock = threading.Lock()
 _router = _Router()
 _routed_provider: SdkTracerProvider | None = None
 """The global TracerProvider the router was added to (the router is added once)."""
+_install_tried: set[type] = set()
 _warned: set[str] = set()
 
 
@@ -98,12 +99,15 @@ def _warn_once(message: str) -> None:
 
 
 def _global_sdk_provider(get: Callable[[], Any], set_: Callable[[Any], None], sdk_type: type) -> Any:
-    """The global provider if it is an SDK one, installing a new ``sdk_type()`` when none was set.
+    """The global provider if it is an SDK one; the first call per signal installs a new
+    ``sdk_type()`` if none is.
 
-    ``set_`` is ignored by OpenTelemetry when a provider was already set, so the answer
-    is always read back rather than assumed.
+    ``set_`` is ignored by OpenTelemetry when a provider was already set, so the answer is
+    always read back rather than assumed; trying only once keeps OpenTelemetry from
+    logging "Overriding ... is not allowed" for every test when the user set a non-SDK one.
     """
-    if not isinstance(get(), sdk_type):
+    if not isinstance(get(), sdk_type) and sdk_type not in _install_tried:
+        _install_tried.add(sdk_type)
         set_(sdk_type())
     provider = get()
     return provider if isinstance(provider, sdk_type) else None

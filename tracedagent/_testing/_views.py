@@ -101,7 +101,8 @@ class RunView:
     @property
     def stop_message(self) -> str | None:
         """The sentence saying why a stopped run stopped (the run span's status
-        description); ``None`` for an answered run, whose answer spans never carry."""
+        description); ``None`` for an answered run: its answer is content, which spans
+        carry only when content capture is on."""
         return self.span.status.description
 
     @property
