@@ -192,6 +192,12 @@ def test_thinking_blocks_of_a_tool_turn_are_replayed_unmodified():
     assert assistant == {"role": "assistant", "content": [
         thinking, redacted, {"type": "tool_use", "id": "toolu_t", "name": "add", "input": {"a": 1, "b": 1}}]}
 
+    # The blocks travel in the run's messages, so a later run continuing this history sends them too.
+    with serve(message(text("again 2"))) as server:
+        later = Agent(model_for(server), [add]).run("and again?", history=run.messages[:3])
+    assert later.ok
+    assert server.bodies()[0]["messages"][1] == assistant
+
 
 def test_cache_tokens_are_included_in_input_tokens_and_reported_apart():
     rec = Recorder()

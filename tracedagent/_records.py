@@ -12,7 +12,7 @@ Message = dict[str, Any]
 """One conversation turn in the loop's provider-neutral shape.
 
 ``{"role": "system" | "user" | "assistant" | "tool", "content": str}``; an assistant turn
-may add ``"tool_calls": [{"id", "name", "arguments"}]``, a tool turn adds
+may add ``"tool_calls": [{"id", "name", "arguments"}]`` and ``"provider_data"``, a tool turn adds
 ``"tool_call_id"`` and ``"name"``. Model adapters translate it to their API's format.
 """
 
@@ -67,6 +67,10 @@ class Completion:
     """Why the provider stopped generating, e.g. ``stop``, ``tool_calls``, ``end_turn``."""
     response_id: str | None = None
     """The provider's id for this response (``gen_ai.response.id``)."""
+    provider_data: dict[str, Any] | None = None
+    """Parts of the turn only its provider understands and needs back verbatim when the
+    conversation is replayed (Anthropic's thinking blocks), keyed by provider name. They
+    travel in the assistant message, so a history passed to a later run keeps them."""
 
     @property
     def wants_tools(self) -> bool:
@@ -77,6 +81,8 @@ class Completion:
         message: Message = {"role": "assistant", "content": self.text}
         if self.tool_calls:
             message["tool_calls"] = [tc.as_dict() for tc in self.tool_calls]
+        if self.provider_data:
+            message["provider_data"] = self.provider_data
         return message
 
 

@@ -10,9 +10,9 @@ version (``2026-10-21``, which the SDK 2.x sends):
   and the SDK no longer has the argument. A temperature the loop passes is therefore not
   sent; the adapter logs that once.
 * Recent models think by default, and a ``tool_use`` turn sent back must keep its
-  ``thinking`` blocks, unmodified. The loop's provider-neutral history has no place for
-  them, so the adapter remembers each tool-using turn's thinking blocks by its first tool
-  call id (a bounded memory) and puts them back when that turn is replayed.
+  ``thinking`` blocks, unmodified. They travel in the assistant message as
+  ``provider_data["anthropic"]["thinking"]`` (see ``Completion.provider_data``) and are put
+  back in front of the turn's other blocks when it is replayed.
 
 Token counts follow the GenAI conventions: Anthropic's ``input_tokens`` excludes cached
 tokens, while ``gen_ai.usage.input_tokens`` SHOULD include them, so ``Usage.input_tokens``
@@ -23,8 +23,6 @@ cache counts also reported on their own.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from .._records import Completion, Message, ToolCall, Usage
@@ -45,8 +43,6 @@ DEFAULT_MAX_TOKENS = 8192
 bounds thinking and answer together, and is a ceiling, not a spend. Every current Claude model
 can emit this many tokens, and it stays below the ~21,333 above which the SDK refuses a
 non-streaming request (it expects such calls to outlast its 10-minute timeout)."""
-THINKING_MEMORY = 1024
-"""Tool-using turns whose thinking blocks are kept for replay; the oldest are forgotten first."""
 _RESERVED = frozenset({"model", "messages", "tools", "system", "max_tokens", "stream"})
 _THINKING_TYPES = ("thinking", "redacted_thinking")
 
@@ -85,7 +81,6 @@ class AnthropicModel:
         self.max_tokens = max_tokens
         self.request_options = request_options
         self.server_address, self.server_port = server_of(self.client.base_url)
-        self._thinking = _ThinkingMemory(THINKING_MEMORY)
         self._warned_temperature = False
 
     def __repr__(self) -> str:  # never the client: it holds the credentials
@@ -96,7 +91,7 @@ class AnthropicModel:
         """One Messages request. SDK errors that survive its retries propagate as they are
         (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``,
         ``AuthenticationError``...), so the run stops with ``Stop.MODEL_ERROR``."""
-        system, wire = _to_wire(messages, self._thinking.recall)
+        system, wire = _to_wire(messages)
         params: dict[str, Any] = {**self.request_options, "model": self.model_name, "messages": wire,
                                   "max_tokens": max_output_tokens or self.max_tokens}
         if system:
@@ -113,13 +108,10 @@ class AnthropicModel:
         except anthropic.AnthropicError as exc:
             scrub_secrets(exc, [getattr(self.client, "api_key", None), getattr(self.client, "auth_token", None)])
             raise
-        completion = _to_completion(response)
-        if completion.tool_calls:
-            self._thinking.remember(completion.tool_calls[0].id, response.content)
-        return completion
+        return _to_completion(response)
 
 
-def _to_wire(messages: list[Message], thinking_for: Any) -> tuple[str, list[dict[str, Any]]]:
+def _to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
     """The loop's messages as ``(system, messages)``. Every system message goes into
     ``system``; a turn continuing the same role (tool results, then a user's text) merges
     into the previous one, as the API wants one turn per role change."""
@@ -142,7 +134,8 @@ def _to_wire(messages: list[Message], thinking_for: Any) -> tuple[str, list[dict
             add("user", [{"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": content}])
         elif role == "assistant":
             calls = message.get("tool_calls") or []
-            blocks = list(thinking_for(calls[0]["id"])) if calls else []
+            provider_data = message.get("provider_data") or {}
+            blocks = [dict(b) for b in provider_data.get("anthropic", {}).get("thinking", ())]
             if content:
                 blocks.append({"type": "text", "text": content})
             blocks.extend({"type": "tool_use", "id": c["id"], "name": c["name"],
@@ -167,8 +160,11 @@ def _to_completion(response: Any) -> Completion:
     text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
     calls = [ToolCall(id=block.id, name=block.name, arguments=decode_arguments(block.input))
              for block in content if getattr(block, "type", None) == "tool_use"]
+    thinking = [block.model_dump(mode="json", exclude_none=True) for block in content
+                if getattr(block, "type", None) in _THINKING_TYPES]
     return Completion(text=text, tool_calls=calls, usage=_usage(response.usage), model=response.model,
-                      finish_reason=response.stop_reason, response_id=response.id)
+                      finish_reason=response.stop_reason, response_id=response.id,
+                      provider_data={"anthropic": {"thinking": thinking}} if thinking else None)
 
 
 def _usage(usage: Any) -> Usage:
@@ -177,32 +173,3 @@ def _usage(usage: Any) -> Usage:
     return Usage(input_tokens=(usage.input_tokens or 0) + cache_read + cache_creation,
                  output_tokens=usage.output_tokens or 0,
                  cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_creation)
-
-
-class _ThinkingMemory:
-    """Thinking blocks of recent tool-using turns, by the turn's first tool call id.
-
-    Shared by the concurrent runs of one adapter, hence the lock; bounded, so a long-lived
-    process does not grow. Only the latest tool-using turn of a conversation has to carry
-    its thinking, so forgetting an old one costs nothing unless a run outlives 1,024 others.
-    """
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
-        self._blocks: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def remember(self, call_id: str, content: list[Any]) -> None:
-        blocks = [block.model_dump(mode="json", exclude_none=True) for block in content
-                  if getattr(block, "type", None) in _THINKING_TYPES]
-        if not blocks:
-            return
-        with self._lock:
-            self._blocks[call_id] = blocks
-            self._blocks.move_to_end(call_id)
-            while len(self._blocks) > self._capacity:
-                self._blocks.popitem(last=False)
-
-    def recall(self, call_id: str) -> list[dict[str, Any]]:
-        with self._lock:
-            return [dict(b) for b in self._blocks.get(call_id, ())]
