@@ -12,7 +12,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from scenarios import SCENARIOS, TOOLS
 from tracedagent import Agent, Completion, Stop, ToolCall
-from tracedagent.testing import FakeModel, Recorder, tool_call
+from tracedagent.testing import (FakeModel, Recorder, assert_never_executed, assert_requested, assert_span_tree,
+                                 assert_stop, tool_call)
 
 
 @pytest.fixture
@@ -33,8 +34,7 @@ def test_run_span_tells_why_the_run_ended(rec, stop):
     expected_steps = SCENARIOS[stop][2]
 
     assert run.stop is stop
-    if expected_steps is not None:
-        assert run.step_count == expected_steps
+    assert_stop(view, stop, steps=expected_steps)
     span = view.span
     assert span.name == "invoke_agent support" and span.kind is SpanKind.INTERNAL and span.parent is None
     assert view.trace_id == run.trace_id and len(run.trace_id) == 32
@@ -69,11 +69,12 @@ def test_the_step_that_stopped_the_run_carries_a_stop_event(rec, stop):
 
 def test_span_tree_run_step_chat_tool(rec):
     run, view = run_scenario(rec, Stop.ANSWERED)
+    assert_span_tree(view, ("invoke_agent support", [
+        ("step", ["chat fake-model", "execute_tool search_help"]),
+        ("step", ["chat fake-model"]),
+    ]))
     steps = view.children()
-    assert [s.name for s in steps] == ["step", "step"]
     assert [s.attributes["tracedagent.step.index"] for s in steps] == [0, 1]
-    assert [c.name for c in view.children(steps[0])] == ["chat fake-model", "execute_tool search_help"]
-    assert [c.name for c in view.children(steps[1])] == ["chat fake-model"]
     first = steps[0].attributes
     assert first["tracedagent.step.input_tokens"] == run.steps[0].completion.usage.input_tokens
     assert first["tracedagent.tools.requested"] == ("search_help",)
@@ -131,6 +132,13 @@ def test_the_repeated_call_that_stops_a_run_gets_no_tool_span(rec):
     run, view = run_scenario(rec, Stop.REPEATED_CALL)
     assert len(run.requested_tools()) == 3
     assert len(view.tool_spans) == 2
+
+
+def test_a_denied_call_is_requested_on_the_spans_but_never_executed(rec):
+    Agent(FakeModel([tool_call("refund", {"order_id": "A1"}), "I can't."]), TOOLS, **rec.providers).run("refund")
+    assert_requested(rec, "refund")
+    assert_never_executed(rec, "refund")
+    assert rec.only_run().blocked_tools == ["refund"]
 
 
 def test_metrics_count_runs_tools_cost_and_tokens(rec):
