@@ -287,6 +287,21 @@ def test_collector_down_changes_no_result_and_warns_once(protocol: str, caplog: 
     assert all(SECRET not in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_hung_collector_cannot_hold_shutdown(protocol: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A collector that accepts connections but never answers: shutdown gives up, says so once."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)  # never accepted
+        telemetry = configure(protocol=protocol, endpoint=f"http://127.0.0.1:{listener.getsockname()[1]}",
+                              export_timeout=30, set_global=False)
+        run = make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown(timeout=0.5) is False
+    assert run.ok
+    ours = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    assert len(ours) == 1 and CANNOT_REACH in ours[0] and "no answer within 0.5 s" in ours[0]
+
+
 def test_only_our_exporters_are_quieted(caplog: pytest.LogCaptureFixture) -> None:
     """An application's own OTLP exporter, failing in the same process, still logs as the SDK does."""
     telemetry = configure(protocol="http/protobuf", endpoint=f"http://127.0.0.1:{closed_port()}",

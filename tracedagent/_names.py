@@ -136,7 +136,10 @@ DEFAULT_EXPORT_TIMEOUT = 2.0
 """Seconds one OTLP export may take, retries included, unless the standard timeout variables
 say otherwise (the SDK's default is 10 s)."""
 DEFAULT_SHUTDOWN_TIMEOUT = 2.0
-"""Seconds ``Telemetry.shutdown()`` (and so process exit) may spend flushing."""
+"""Seconds an explicit ``Telemetry.shutdown()`` or ``force_flush()`` waits at most."""
+EXIT_FLUSH_TIMEOUT = 1.5
+"""Seconds the ``atexit`` shutdown waits at most: closing the exporters and tearing down the
+interpreter take ~0.1 s more, and process exit must stay within 2 s of a run without telemetry."""
 
 # --- Bounds ------------------------------------------------------------------------
 DEFAULT_CONTENT_MAX_LENGTH = 4096
