@@ -5,6 +5,7 @@ named stop reason, tokens, cost, and requested-versus-executed tools.
 """
 
 from ._budget import Budget, Stop
+from ._configure import Telemetry, configure
 from ._loop import Agent
 from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, Usage
 from ._run import Run, Step
@@ -13,6 +14,6 @@ from ._version import __version__
 
 __all__ = [
     "Agent", "Budget", "Completion", "FatalToolError", "Message", "Model", "Policy", "Registry",
-    "Run", "Step", "Stop", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
-    "__version__", "tool",
+    "Run", "Step", "Stop", "Telemetry", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
+    "__version__", "configure", "tool",
 ]

@@ -8,6 +8,8 @@ Names the OpenTelemetry GenAI semantic conventions define come from the
 
 from __future__ import annotations
 
+from opentelemetry import environment_variables as _api_env
+from opentelemetry.sdk import environment_variables as _sdk_env
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gen_ai_metrics
 from opentelemetry.semconv.attributes import error_attributes as _error
@@ -100,6 +102,44 @@ so recording them verbatim would let a model (or an injection) explode metric ca
 # --- Environment variables ---------------------------------------------------------
 ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENV_CONTENT_MAX_LENGTH = "TRACEDAGENT_CONTENT_MAX_LENGTH"
+# The standard variables ``configure()`` reads itself. Others it leaves to the SDK, which
+# reads them on its own: the signal-specific endpoint, headers and timeout variables,
+# OTEL_BSP_*, OTEL_METRIC_EXPORT_*, TLS and compression settings (docs/configure.md).
+ENV_SERVICE_NAME = _sdk_env.OTEL_SERVICE_NAME
+ENV_OTLP_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_ENDPOINT
+ENV_OTLP_TRACES_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+ENV_OTLP_METRICS_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
+ENV_OTLP_PROTOCOL = _sdk_env.OTEL_EXPORTER_OTLP_PROTOCOL
+ENV_OTLP_TRACES_PROTOCOL = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+ENV_OTLP_METRICS_PROTOCOL = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_PROTOCOL
+ENV_OTLP_HEADERS = _sdk_env.OTEL_EXPORTER_OTLP_HEADERS
+ENV_OTLP_TRACES_HEADERS = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_HEADERS
+ENV_OTLP_METRICS_HEADERS = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_HEADERS
+ENV_OTLP_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_TIMEOUT
+ENV_OTLP_TRACES_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
+ENV_OTLP_METRICS_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_TIMEOUT
+ENV_METRICS_EXPORTER = _api_env.OTEL_METRICS_EXPORTER
+
+# --- Export defaults (configure) -------------------------------------------------------
+PROTOCOL_GRPC = "grpc"
+PROTOCOL_HTTP = "http/protobuf"
+DEFAULT_PROTOCOL = PROTOCOL_GRPC
+"""The Python SDK's default OTLP protocol (its ``otlp`` exporter is the gRPC one)."""
+DEFAULT_GRPC_ENDPOINT = "http://127.0.0.1:4317"
+DEFAULT_HTTP_ENDPOINT = "http://127.0.0.1:4318"
+"""127.0.0.1 rather than the SDK's ``localhost``, which may resolve to ``::1`` first while
+the local collector listens on IPv4 loopback only."""
+HTTP_TRACES_PATH = "v1/traces"
+HTTP_METRICS_PATH = "v1/metrics"
+DEFAULT_SERVICE_NAME = "tracedagent"
+DEFAULT_EXPORT_TIMEOUT = 2.0
+"""Seconds one OTLP export may take, retries included, unless the standard timeout variables
+say otherwise (the SDK's default is 10 s)."""
+DEFAULT_SHUTDOWN_TIMEOUT = 2.0
+"""Seconds an explicit ``Telemetry.shutdown()`` or ``force_flush()`` waits at most."""
+EXIT_FLUSH_TIMEOUT = 1.5
+"""Seconds the ``atexit`` shutdown waits at most: closing the exporters and tearing down the
+interpreter take ~0.1 s more, and process exit must stay within 2 s of a run without telemetry."""
 
 # --- Bounds ------------------------------------------------------------------------
 DEFAULT_CONTENT_MAX_LENGTH = 4096

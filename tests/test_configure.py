@@ -1,0 +1,415 @@
+"""``configure()``: what reaches a real OTLP receiver, what the environment decides, and what
+happens when no collector is listening.
+
+OpenTelemetry's global providers can be set once per process, so every test of the global
+path runs its script in a subprocess; the others use ``set_global=False``. The receivers
+(``otlp_receivers.py``) are real servers on 127.0.0.1: a stdlib HTTP one and a gRPC one.
+No test here times anything: ``benchmarks/exit_time.py`` measures exit times.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as PlainHttpSpanExporter
+from opentelemetry.metrics import NoOpMeterProvider
+
+from otlp_receivers import GrpcReceiver, HttpReceiver
+from tracedagent import Agent, configure, tool
+from tracedagent import _names as N
+from tracedagent.testing import FakeModel, Recorder, tool_call
+
+ROOT = Path(__file__).resolve().parents[1]
+PROTOCOLS = [N.PROTOCOL_GRPC, N.PROTOCOL_HTTP]
+RECEIVERS = {N.PROTOCOL_GRPC: GrpcReceiver, N.PROTOCOL_HTTP: HttpReceiver}
+SECRET = "s3cr3t-api-key-7f1c"
+CANNOT_REACH = "cannot reach the collector"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def make_agent(**providers: object) -> Agent:
+    """A two-step run: one tool call, then the answer (fixed call id, so runs compare equal)."""
+    model = FakeModel([tool_call("add", {"a": 2, "b": 3}, id="call_1"), "The sum is 5."])
+    return Agent(model, [add], **providers)
+
+
+def summary(run: object) -> list:
+    """Everything a caller sees of a run, except the trace id (which only exists with an SDK)."""
+    return [run.output, run.stop.value, run.step_count, run.trajectory(), run.input_tokens,  # type: ignore[attr-defined]
+            run.output_tokens, run.cost, json.loads(json.dumps(run.messages, default=str))]  # type: ignore[attr-defined]
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def expected_span_names() -> list[str]:
+    recorder = Recorder()
+    make_agent(**recorder.providers).run("add 2 and 3")
+    return sorted(span.name for span in recorder.spans())
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever OTEL_* variables the machine has must not decide these tests."""
+    for name in list(os.environ):
+        if name.startswith("OTEL_"):
+            monkeypatch.delenv(name)
+
+
+def run_script(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter that imports this worktree's tracedagent."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    environment.update(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    prelude = textwrap.dedent("""
+        import json, sys
+        from tracedagent import Agent, configure, tool
+        from tracedagent.testing import FakeModel, tool_call
+
+        @tool
+        def add(a: int, b: int) -> int:
+            \"\"\"Add two integers.\"\"\"
+            return a + b
+
+        def make_agent(**providers):
+            return Agent(FakeModel([tool_call("add", {"a": 2, "b": 3}, id="call_1"), "The sum is 5."]), [add],
+                         **providers)
+
+        def summary(run):
+            return [run.output, run.stop.value, run.step_count, run.trajectory(), run.input_tokens,
+                    run.output_tokens, run.cost, json.loads(json.dumps(run.messages, default=str))]
+    """)
+    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, env=environment,
+                          capture_output=True, text=True, timeout=120)
+
+
+# --- what arrives at a real receiver ------------------------------------------------------
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_spans_metrics_resource_and_headers_arrive(protocol: str) -> None:
+    with RECEIVERS[protocol]() as receiver:
+        telemetry = configure(protocol=protocol, endpoint=receiver.endpoint, service_name="billing-agent",
+                              resource_attributes={"deployment.environment.name": "test"},
+                              headers={"X-Api-Key": SECRET}, set_global=False)
+        run = make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown() is True
+
+    spans = receiver.spans()
+    assert sorted(s.name for s in spans) == expected_span_names()
+    run_span = next(s for s in spans if s.name == "invoke_agent agent")
+    assert run_span.attributes[N.STOP_REASON] == "answered"
+    assert run_span.span_id.hex() and run.trace_id  # a recording SDK was behind the run
+    for span in spans:
+        assert span.resource["service.name"] == "billing-agent"
+        assert span.resource["deployment.environment.name"] == "test"
+    assert all(h["x-api-key"] == SECRET for h in receiver.headers()), "gRPC needs the key lower-cased"
+    assert {N.METRIC_RUNS, N.METRIC_TOOL_CALLS, N.METRIC_TOKEN_USAGE} <= receiver.metric_names()
+    assert all(r["service.name"] == "billing-agent" for r in receiver.metric_resources())
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_standard_variables_decide_when_no_argument_does(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with RECEIVERS[protocol]() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"x-api-key={SECRET},x-team=obs")
+        monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
+        monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=ci,team=obs")
+        telemetry = configure(set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.shutdown()
+
+    assert telemetry.protocol == protocol
+    assert telemetry.service_name == "from-env"
+    spans = receiver.spans()
+    assert sorted(s.name for s in spans) == expected_span_names()
+    assert spans[0].resource["service.name"] == "from-env"
+    assert spans[0].resource["team"] == "obs"
+    assert receiver.headers()[0]["x-api-key"] == SECRET
+    assert receiver.headers()[0]["x-team"] == "obs"
+    assert N.METRIC_RUNS in receiver.metric_names()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_arguments_override_the_variables(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = N.PROTOCOL_HTTP if protocol == N.PROTOCOL_GRPC else N.PROTOCOL_GRPC
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", other)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=from-env,x-team=obs")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "from-env")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment.name=ci")
+    with RECEIVERS[protocol]() as receiver:
+        telemetry = configure(protocol=protocol, endpoint=receiver.endpoint, service_name="from-argument",
+                              headers={"X-Api-Key": "from-argument"},
+                              resource_attributes={"deployment.environment.name": "test"}, set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.shutdown()
+
+    spans = receiver.spans()
+    assert spans, "the argument's endpoint and protocol were not used"
+    assert spans[0].resource["service.name"] == "from-argument"
+    assert spans[0].resource["deployment.environment.name"] == "test"
+    headers = receiver.headers()[0]
+    assert headers["x-api-key"] == "from-argument"
+    assert headers["x-team"] == "obs", "argument headers are merged over the variable's, not instead of them"
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_signal_specific_endpoints_are_left_to_the_sdk(protocol: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with RECEIVERS[protocol]() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", protocol)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
+        signal_url = {N.PROTOCOL_GRPC: receiver.endpoint, N.PROTOCOL_HTTP: f"{receiver.endpoint}/v1/traces"}[protocol]
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", signal_url)
+        telemetry = configure(metrics=False, set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.shutdown()
+
+    assert telemetry.endpoint == signal_url
+    assert sorted(s.name for s in receiver.spans()) == expected_span_names()
+
+
+def test_defaults_are_the_local_collector_and_the_tracedagent_service() -> None:
+    telemetry = configure(set_global=False)
+    try:
+        assert (telemetry.protocol, telemetry.endpoint) == ("grpc", "http://127.0.0.1:4317")
+        assert telemetry.service_name == "tracedagent"
+        assert telemetry.tracer_provider.resource.attributes["service.name"] == "tracedagent"  # type: ignore[attr-defined]
+    finally:
+        telemetry.shutdown(timeout=0.5)
+    http = configure(protocol="http/protobuf", set_global=False)
+    http.shutdown(timeout=0.5)
+    assert http.endpoint == "http://127.0.0.1:4318/v1/traces"
+
+
+def test_signal_specific_protocol_variable_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+    telemetry = configure(metrics=False, set_global=False)
+    telemetry.shutdown(timeout=0.5)
+    assert (telemetry.protocol, telemetry.endpoint) == ("http/protobuf", "http://127.0.0.1:4318/v1/traces")
+
+
+def test_unknown_protocol_argument_is_refused() -> None:
+    with pytest.raises(ValueError, match="http/json"):
+        configure(protocol="http/json", set_global=False)
+
+
+def test_unknown_protocol_variable_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+    telemetry = configure(metrics=False, set_global=False)
+    telemetry.shutdown(timeout=0.5)
+    assert telemetry.protocol == "grpc"
+    assert any("http/json" in r.getMessage() for r in caplog.records if r.name == "tracedagent")
+
+
+@pytest.mark.parametrize("how", ["argument", "variable"])
+def test_metrics_can_be_turned_off(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if how == "variable":
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    with HttpReceiver() as receiver:
+        telemetry = configure(protocol="http/protobuf", endpoint=receiver.endpoint, set_global=False,
+                              **({"metrics": False} if how == "argument" else {}))
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.shutdown()
+    assert isinstance(telemetry.meter_provider, NoOpMeterProvider)
+    assert receiver.spans() and not receiver.metric_names()
+
+
+def test_context_manager_shuts_down_and_flushes() -> None:
+    with HttpReceiver() as receiver:
+        with configure(protocol="http/protobuf", endpoint=receiver.endpoint, set_global=False) as telemetry:
+            make_agent(**telemetry.providers).run("add 2 and 3")
+            assert receiver.spans() == [], "spans are batched, not sent one by one"
+        assert sorted(s.name for s in receiver.spans()) == expected_span_names()
+        assert telemetry.shutdown() is True  # a second shutdown is a no-op
+
+
+def test_force_flush_delivers_while_the_pipeline_stays_up() -> None:
+    with GrpcReceiver() as receiver:
+        telemetry = configure(endpoint=receiver.endpoint, set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.force_flush() is True
+        first = len(receiver.spans())
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.shutdown()
+    assert first == len(expected_span_names())
+    assert len(receiver.spans()) == 2 * first
+
+
+# --- no collector ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_collector_down_changes_no_result_and_warns_once(protocol: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="tracedagent")
+    baseline = [summary(make_agent().run("add 2 and 3")) for _ in range(20)]  # no SDK at all
+
+    port = closed_port()
+    telemetry = configure(protocol=protocol, endpoint=f"http://127.0.0.1:{port}", export_timeout=0.5,
+                          headers={"authorization": f"Bearer {SECRET}"}, set_global=False)
+    agent_runs = []
+    for _ in range(20):
+        agent_runs.append(summary(make_agent(**telemetry.providers).run("add 2 and 3")))
+        telemetry.force_flush()  # one failed export per run: twenty batches
+    assert agent_runs == baseline
+
+    ours = [r for r in caplog.records if r.name == "tracedagent"]
+    assert [r.levelno for r in ours] == [logging.WARNING]
+    assert CANNOT_REACH in ours[0].getMessage() and f"127.0.0.1:{port}" in ours[0].getMessage()
+    assert [r for r in caplog.records if r.name.startswith("opentelemetry") and r.levelno >= logging.WARNING] == []
+
+    # The collector comes up on that port: exports resume, and that is said once.
+    with RECEIVERS[protocol](port) as receiver:
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.force_flush()
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.shutdown()
+    assert len(receiver.spans()) == 2 * len(expected_span_names())
+    infos = [r.getMessage() for r in caplog.records if r.name == "tracedagent" and r.levelno == logging.INFO]
+    assert len(infos) == 1 and "reconnected" in infos[0]
+    assert all(SECRET not in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_hung_collector_cannot_hold_shutdown(protocol: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A collector that accepts connections but never answers: shutdown gives up, says so once."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)  # never accepted
+        telemetry = configure(protocol=protocol, endpoint=f"http://127.0.0.1:{listener.getsockname()[1]}",
+                              export_timeout=30, set_global=False)
+        run = make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown(timeout=0.5) is False
+    assert run.ok
+    ours = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    assert len(ours) == 1 and CANNOT_REACH in ours[0] and "no answer within 0.5 s" in ours[0]
+
+
+def test_only_our_exporters_are_quieted(caplog: pytest.LogCaptureFixture) -> None:
+    """An application's own OTLP exporter, failing in the same process, still logs as the SDK does."""
+    telemetry = configure(protocol="http/protobuf", endpoint=f"http://127.0.0.1:{closed_port()}",
+                          export_timeout=0.5, set_global=False)
+    try:
+        plain = PlainHttpSpanExporter(endpoint=f"http://127.0.0.1:{closed_port()}/v1/traces", timeout=0.5)
+        plain.export([])  # an empty batch is still a request
+        assert any(r.name.startswith("opentelemetry.exporter") and r.levelno >= logging.WARNING
+                   for r in caplog.records)
+    finally:
+        telemetry.shutdown(timeout=0.5)
+
+
+def test_headers_never_appear_in_logs_or_repr(monkeypatch: pytest.MonkeyPatch,
+                                              caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"x-env-key={SECRET}")
+    port = closed_port()
+    telemetry = configure(endpoint=f"http://user:{SECRET}@127.0.0.1:{port}", headers={"x-arg-key": SECRET},
+                          export_timeout=0.5, set_global=False)
+    make_agent(**telemetry.providers).run("add 2 and 3")
+    telemetry.force_flush()
+    telemetry.shutdown(timeout=0.5)
+    assert any(CANNOT_REACH in r.getMessage() for r in caplog.records)
+    assert all(SECRET not in r.getMessage() for r in caplog.records)
+    assert SECRET not in repr(telemetry)
+
+
+# --- the global path: one subprocess each -------------------------------------------------------
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_process_with_collector_down_exits_cleanly_with_one_warning(protocol: str) -> None:
+    work = """
+        runs = [summary(make_agent().run("add 2 and 3")) for _ in range(20)]
+        print(json.dumps(runs))
+    """
+    baseline = run_script(work)
+    configured = run_script(f"""
+        telemetry = configure(protocol={protocol!r}, endpoint="http://127.0.0.1:{closed_port()}",
+                              headers={{"authorization": "Bearer {SECRET}"}}, export_timeout=0.5)
+        runs = []
+        for _ in range(20):
+            runs.append(summary(make_agent().run("add 2 and 3")))
+            telemetry.force_flush()
+        print(json.dumps(runs))
+        # no shutdown: the atexit hook flushes, bounded
+    """)
+    assert baseline.returncode == 0, baseline.stderr
+    assert configured.returncode == 0, configured.stderr
+    assert json.loads(configured.stdout) == json.loads(baseline.stdout)
+    lines = configured.stderr.splitlines()
+    assert len([line for line in lines if CANNOT_REACH in line]) == 1, configured.stderr
+    assert len(lines) == 1, f"nothing but the one warning on stderr:\n{configured.stderr}"
+    assert SECRET not in configured.stderr
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_global_configure_is_idempotent_and_flushes_at_exit(protocol: str) -> None:
+    with RECEIVERS[protocol]() as receiver:
+        result = run_script(f"""
+            from opentelemetry import metrics, trace
+            first = configure(protocol={protocol!r}, endpoint={receiver.endpoint!r})
+            second = configure(protocol={protocol!r}, endpoint={receiver.endpoint!r})
+            third = configure(protocol={protocol!r}, endpoint={receiver.endpoint!r}, service_name="other")
+            assert first is second is third
+            assert trace.get_tracer_provider() is first.tracer_provider
+            assert metrics.get_meter_provider() is first.meter_provider
+            make_agent().run("add 2 and 3")  # the global providers, as an application would use them
+            # no shutdown: the atexit hook flushes
+        """)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("configure() was already called") == 1, result.stderr
+    assert "service_name" in result.stderr
+    spans = receiver.spans()
+    assert len({s.span_id for s in spans}) == len(spans), "a second configure() added a second exporter"
+    assert sorted(s.name for s in spans) == expected_span_names()
+    assert N.METRIC_RUNS in receiver.metric_names()
+
+
+def test_an_installed_application_provider_is_used_not_replaced() -> None:
+    with HttpReceiver() as receiver:
+        result = run_script(f"""
+            from opentelemetry import metrics, trace
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+            app_exporter = InMemorySpanExporter()
+            app_provider = TracerProvider()
+            app_provider.add_span_processor(SimpleSpanProcessor(app_exporter))
+            trace.set_tracer_provider(app_provider)
+
+            telemetry = configure(protocol="http/protobuf", endpoint={receiver.endpoint!r})
+            assert configure(protocol="http/protobuf", endpoint={receiver.endpoint!r}) is telemetry
+            assert telemetry.tracer_provider is app_provider is trace.get_tracer_provider()
+            assert isinstance(telemetry.meter_provider, MeterProvider)  # none was installed: ours
+            assert metrics.get_meter_provider() is telemetry.meter_provider
+            make_agent().run("add 2 and 3")
+            assert telemetry.shutdown()
+            print(len(app_exporter.get_finished_spans()))
+            app_provider.get_tracer("app").start_span("still the application's").end()
+            print(len(app_exporter.get_finished_spans()))
+        """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(len(expected_span_names())), str(len(expected_span_names()) + 1)], \
+        "the application's provider got the spans and still works after our shutdown"
+    warnings = [line for line in result.stderr.splitlines() if "already installed a global TracerProvider" in line]
+    assert len(warnings) == 1, result.stderr
+    assert receiver.spans() == [], "no exporter was added to the application's provider"
+    assert N.METRIC_RUNS in receiver.metric_names()
