@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 from pathlib import Path
 
 import anthropic
@@ -329,19 +327,3 @@ def test_api_key_never_reaches_spans_output_or_logs(caplog):
     for text_ in (exported, failed.output, succeeded.output, caplog.text, str(failed.error),
                   repr(failed.error.body), repr(model)):
         assert FAKE_KEY not in text_
-
-
-# --- packaging ----------------------------------------------------------------------
-
-
-def test_core_imports_without_the_sdk_and_the_adapter_names_the_extra():
-    script = (
-        "import sys; sys.modules['anthropic'] = None\n"
-        "import tracedagent, tracedagent.models, tracedagent.testing\n"
-        "try:\n"
-        "    from tracedagent.models import AnthropicModel\n"
-        "except ImportError as exc:\n"
-        "    print(exc)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout
-    assert "pip install 'tracedagent[anthropic]'" in out

@@ -304,22 +304,6 @@ def test_api_key_never_reaches_spans_output_or_logs(caplog):
         assert FAKE_KEY not in text
 
 
-# --- packaging ----------------------------------------------------------------------
-
-
-def test_core_imports_without_the_sdk_and_the_adapter_names_the_extra():
-    script = (
-        "import sys; sys.modules['openai'] = None\n"
-        "import tracedagent, tracedagent.models, tracedagent.testing\n"
-        "try:\n"
-        "    from tracedagent.models import OpenAIChatModel\n"
-        "except ImportError as exc:\n"
-        "    print(exc)\n")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                         cwd=ROOT).stdout
-    assert "pip install 'tracedagent[openai]'" in out
-
-
 def test_models_package_does_not_import_the_sdks():
     script = ("import sys, tracedagent, tracedagent.models\n"
               "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))")

@@ -27,7 +27,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 
 from . import _names as N
-from ._budget import Budget, Stop
+from ._budget import Budget
 from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult
 from ._version import __version__
 

@@ -1,0 +1,25 @@
+"""The core package imports without either model SDK, and each adapter names its extra."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("sdk, adapter", [("openai", "OpenAIChatModel"), ("anthropic", "AnthropicModel")])
+def test_core_imports_without_the_sdk_and_the_adapter_names_the_extra(sdk, adapter):
+    script = (
+        f"import sys; sys.modules[{sdk!r}] = None\n"
+        "import tracedagent, tracedagent.models, tracedagent.testing\n"
+        "try:\n"
+        f"    from tracedagent.models import {adapter}\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    assert f"pip install 'tracedagent[{sdk}]'" in out
