@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import anthropic
 import pytest
@@ -17,7 +16,6 @@ from tracedagent.models.anthropic import DEFAULT_MAX_TOKENS
 from tracedagent.testing import Recorder
 
 FAKE_KEY = "sk-ant-test-DO-NOT-LEAK-0c4e2a9d71"
-ROOT = Path(__file__).resolve().parents[1]  # subprocesses import this worktree's package
 FAST_RETRY = {"retry-after-ms": "1"}  # the SDK honours it, so a retried test stays fast
 
 
