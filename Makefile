@@ -2,7 +2,7 @@
 #
 # Observability stack without Docker (see collector/README.md); the logic lives in
 # scripts/stack.sh, these targets only name it.
-.PHONY: stack-build stack-up stack-down stack-status stack-smoke alerts-test
+.PHONY: stack-build stack-up stack-down stack-status stack-smoke alerts-test compose-check
 
 stack-build:   ## install Prometheus/Alertmanager (apt) and build+cache Jaeger and the collector
 	scripts/stack.sh build
@@ -26,3 +26,6 @@ alerts-test:   ## validate the Prometheus config and rules, then run the rules' 
 	$(PROMTOOL) check config collector/prometheus.yml
 	$(PROMTOOL) check rules collector/alerts.yml
 	$(PROMTOOL) test rules collector/alerts_test.yml
+
+compose-check: ## static checks of docker-compose.yml (no Docker needed): pins, paths, 127.0.0.1 ports
+	python3 scripts/check_compose.py

@@ -202,14 +202,9 @@ cmd_build() {
   mkdir -p "$BIN" "$CACHE/build"
   check_pins
   install_debian_packages
-  # The two Go builds are independent: run them side by side and wait for both
-  # (on 2 cores this saves minutes, as much of the time is spent downloading modules).
-  local jaeger_job collector_job failed=0
-  build_jaeger & jaeger_job=$!
-  build_collector & collector_job=$!
-  wait "$jaeger_job" || failed=1
-  wait "$collector_job" || failed=1
-  ((failed == 0)) || die "a build failed (messages above)"
+  # One after the other: on 2 cores, building both at once measured no faster.
+  build_jaeger
+  build_collector
   log "binaries ready in $BIN"
 }
 
