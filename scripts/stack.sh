@@ -232,19 +232,24 @@ healthy() { curl -fsS -o /dev/null --max-time 2 "$(health_url "$1")" 2>/dev/null
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-start_service() {
-  local name=$1 pid
-  if pid="$(running_pid "$name")"; then
-    log "$name already running (pid $pid)"
-    return 0
-  fi
-  local port
+# Fails if a port of a service that is not running yet is taken by another process.
+check_ports_free() {
+  local name=$1 port
+  running_pid "$name" >/dev/null && return 0
   for port in $(ports_of "$name"); do
     if port_in_use "$port"; then
       ss -ltnp "sport = :$port" 2>/dev/null | tail -n +2 >&2 || true
       die "port 127.0.0.1:$port (for $name) is taken by another process; stop it first"
     fi
   done
+}
+
+start_service() {
+  local name=$1 pid
+  if pid="$(running_pid "$name")"; then
+    log "$name already running (pid $pid)"
+    return 0
+  fi
   set_cmd "$name"
   # setsid: the service gets its own session, so it outlives this script and a
   # Ctrl-C in the terminal that ran `make stack-up` does not reach it.
@@ -291,6 +296,9 @@ cmd_up() {
   cmd_build
   mkdir -p "$RUN" "$LOGS" "$DATA/jaeger/keys" "$DATA/jaeger/values" "$DATA/prometheus" "$DATA/alertmanager"
   local name
+  for name in "${SERVICES[@]}"; do
+    check_ports_free "$name"   # all checked before anything starts
+  done
   for name in "${SERVICES[@]}"; do
     start_service "$name"
     wait_healthy "$name"
