@@ -117,7 +117,9 @@ install_debian_packages() {
   local have_prom have_am
   have_prom="$(dpkg-query -W -f='${Version}' prometheus 2>/dev/null || true)"
   have_am="$(dpkg-query -W -f='${Version}' prometheus-alertmanager 2>/dev/null || true)"
-  if [[ "$have_prom" == "$PROMETHEUS_DEB_VERSION" && "$have_am" == "$ALERTMANAGER_DEB_VERSION" ]]; then
+  # Installed at the pinned upstream version (any Debian revision of it, e.g. a security
+  # rebuild)? Then nothing to do.
+  if [[ $have_prom == "${PROMETHEUS_DEB_VERSION%%-*}"* && $have_am == "${ALERTMANAGER_DEB_VERSION%%-*}"* ]]; then
     return 0
   fi
   [[ $EUID -eq 0 ]] || die "need root to apt-get install prometheus=$PROMETHEUS_DEB_VERSION prometheus-alertmanager=$ALERTMANAGER_DEB_VERSION"
@@ -127,6 +129,7 @@ install_debian_packages() {
     printf '#!/bin/sh\n# temporary, from tracedagent scripts/stack.sh\nexit 101\n' >"$policy"
     chmod 755 "$policy"
     made_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT   # removed even if the install is interrupted
   fi
   local rc=0
   {
@@ -134,8 +137,11 @@ install_debian_packages() {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       "prometheus=$PROMETHEUS_DEB_VERSION" "prometheus-alertmanager=$ALERTMANAGER_DEB_VERSION"
   } >"$CACHE/apt.log" 2>&1 || rc=$?
-  if [[ $made_policy -eq 1 ]]; then rm -f "$policy"; fi
-  [[ $rc -eq 0 ]] || { tail -20 "$CACHE/apt.log" >&2; die "apt-get install failed (log: $CACHE/apt.log)"; }
+  if [[ $made_policy -eq 1 ]]; then rm -f "$policy"; trap - EXIT; fi
+  if [[ $rc -ne 0 ]]; then
+    tail -20 "$CACHE/apt.log" >&2
+    die "apt-get install failed (log: $CACHE/apt.log). If Debian replaced the pinned version, set PROMETHEUS_DEB_VERSION / ALERTMANAGER_DEB_VERSION to what 'apt-cache policy prometheus prometheus-alertmanager' offers"
+  fi
   if [[ -d /run/systemd/system ]]; then
     log "disabling the Debian services prometheus and prometheus-alertmanager (this stack runs its own)"
     systemctl disable --now prometheus.service prometheus-alertmanager.service >/dev/null 2>&1 || true
