@@ -5,7 +5,7 @@ PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
 .PHONY: install demo test test-unit test-stack bench alerts-test \
-        stack-build stack-up stack-down stack-status stack-smoke
+        stack-build stack-up stack-down stack-status stack-smoke compose-check
 
 install:       ## the package, its extras and the test tools, editable
 	$(PIP) install --quiet --disable-pip-version-check -e '.[test]'
@@ -13,7 +13,7 @@ install:       ## the package, its extras and the test tools, editable
 demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
 	$(PYTHON) -m tracedagent demo
 
-test: install stack-up alerts-test  ## everything: unit, CLI, adapters, examples, and the real stack
+test: install stack-up alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack
 	TRACEDAGENT_REQUIRE_STACK=1 $(PYTHON) -m pytest tests examples/support-agent
 
 test-unit: install  ## the tests that need no running service
@@ -46,3 +46,6 @@ alerts-test:   ## validate the Prometheus config and rules, then run the rules' 
 	$(PROMTOOL) check config collector/prometheus.yml
 	$(PROMTOOL) check rules collector/alerts.yml
 	$(PROMTOOL) test rules collector/alerts_test.yml
+
+compose-check: ## static checks of docker-compose.yml (no Docker needed): pins, paths, 127.0.0.1 ports
+	$(PYTHON) scripts/check_compose.py

@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# scripts/stack.sh - tracedagent's observability stack WITHOUT Docker.
+#
+# Runs, on 127.0.0.1 only, the same four services as docker-compose.yml, with the
+# same config files from collector/:
+#
+#   service        binary from                                    config                    ports
+#   jaeger         Go build of Jaeger v2 (tools/jaeger/go.mod)   collector/jaeger.yaml     16686 UI/API, 14317/14318 OTLP in, 13134 health
+#   otelcol        Go build by ocb (collector/builder.yaml)      collector/otelcol.yaml    4317/4318 OTLP in, 8889 metrics, 13133 health
+#   alertmanager   Debian package prometheus-alertmanager        collector/alertmanager.yml 9093
+#   prometheus     Debian package prometheus (+ promtool)        collector/prometheus.yml  9090
+#
+# Usage: scripts/stack.sh packages|build|up|down|restart|status|smoke   (or make stack-up, ...)
+#   packages  install the pinned Debian packages (prometheus, promtool, alertmanager) if missing
+#   build   install the Debian packages and build the Go binaries into the cache
+#   up      build if needed, start whatever is not running, wait until all are healthy
+#   down    stop everything this script started (TERM, then KILL after 15 s)
+#   restart [SERVICE...]  stop the named services (default: all), then `up`
+#   status  show each service's pid and health; exit 1 unless all are healthy
+#   smoke   send a trace and metrics through the running stack and check they arrive
+#
+# Where things go:
+#   built binaries  ${XDG_CACHE_HOME:-~/.cache}/tracedagent/bin/, named by version, so a
+#                   second `up` starts in seconds (the first build takes minutes)
+#   runtime state   .stack/ in the repo (gitignored): run/*.pid, log/*.log, data/
+#                   (Jaeger's Badger files live in .stack/data/jaeger: traces survive a restart)
+set -euo pipefail
+
+# ---------------------------------------------------------------------------
+# Versions: every pin of the native stack, in one place.
+# ---------------------------------------------------------------------------
+JAEGER_VERSION=2.12.0                 # Jaeger v2 release ...
+JAEGER_MODULE_VERSION=v1.75.0         # ... = this Go module version (tools/jaeger/go.mod must say the same)
+OTELCOL_VERSION=0.165.0               # collector release: ocb and core components (collector/builder.yaml must say the same)
+PROMETHEUS_DEB_VERSION=2.42.0+ds-5+deb12u1     # Debian 12 package `prometheus` (prometheus + promtool)
+ALERTMANAGER_DEB_VERSION=0.25.0-1+b4           # Debian 12 package `prometheus-alertmanager`
+
+# ---------------------------------------------------------------------------
+# Paths
+# ---------------------------------------------------------------------------
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CONF="$ROOT/collector"
+STACK="$ROOT/.stack"
+RUN="$STACK/run"
+LOGS="$STACK/log"
+DATA="$STACK/data"
+CACHE="${TRACEDAGENT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tracedagent}"
+BIN="$CACHE/bin"
+
+JAEGER_BIN="$BIN/jaeger-$JAEGER_VERSION"
+OCB_BIN="$BIN/ocb-$OTELCOL_VERSION"
+# The collector's binary is keyed by version AND manifest content: adding a component
+# to collector/builder.yaml gives a new binary even without a version bump.
+OTELCOL_BIN="$BIN/otelcol-tracedagent-$OTELCOL_VERSION-$(sha256sum "$CONF/builder.yaml" | cut -c1-12)"
+PROMETHEUS_BIN=/usr/bin/prometheus
+ALERTMANAGER_BIN=/usr/bin/prometheus-alertmanager
+
+SERVICES=(jaeger otelcol alertmanager prometheus)   # start order; stopped in reverse
+
+log() { printf '[stack] %s\n' "$*" >&2; }
+die() { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# Health endpoint of each service (all loopback).
+health_url() {
+  case "$1" in
+    jaeger)       echo "http://127.0.0.1:13134/" ;;
+    otelcol)      echo "http://127.0.0.1:13133/" ;;
+    alertmanager) echo "http://127.0.0.1:9093/-/ready" ;;
+    prometheus)   echo "http://127.0.0.1:9090/-/ready" ;;
+  esac
+}
+
+# TCP ports each service listens on (checked for conflicts before starting).
+ports_of() {
+  case "$1" in
+    jaeger)       echo "16686 16685 14317 14318 13134 14269" ;;
+    otelcol)      echo "4317 4318 8889 8888 13133" ;;
+    alertmanager) echo "9093" ;;
+    prometheus)   echo "9090" ;;
+  esac
+}
+
+# The command line that starts each service, into the array CMD (run from $ROOT).
+set_cmd() {
+  case "$1" in
+    jaeger)
+      CMD=("$JAEGER_BIN" --config "$CONF/jaeger.yaml") ;;
+    otelcol)
+      CMD=("$OTELCOL_BIN" --config "$CONF/otelcol.yaml") ;;
+    alertmanager)
+      CMD=("$ALERTMANAGER_BIN"
+        --config.file="$CONF/alertmanager.yml"
+        --storage.path="$DATA/alertmanager"
+        --web.listen-address=127.0.0.1:9093
+        --cluster.listen-address=)     # empty: no gossip port, a single instance
+      ;;
+    prometheus)
+      CMD=("$PROMETHEUS_BIN"
+        --config.file="$CONF/prometheus.yml"
+        --storage.tsdb.path="$DATA/prometheus"
+        --storage.tsdb.retention.time=7d
+        --web.listen-address=127.0.0.1:9090
+        --web.enable-lifecycle)        # POST /-/reload re-reads prometheus.yml and alerts.yml
+      ;;
+  esac
+}
+
+# ---------------------------------------------------------------------------
+# Install and build
+# ---------------------------------------------------------------------------
+
+# Prometheus, promtool and Alertmanager from Debian. Debian's packages would start
+# their own system services (on 9090/9093, with /etc configs); a temporary
+# policy-rc.d forbids that during the install, and on systemd machines the units are
+# disabled, so only our processes with our configs run.
+install_debian_packages() {
+  local have_prom have_am
+  have_prom="$(dpkg-query -W -f='${Version}' prometheus 2>/dev/null || true)"
+  have_am="$(dpkg-query -W -f='${Version}' prometheus-alertmanager 2>/dev/null || true)"
+  # Installed at the pinned upstream version (any Debian revision of it, e.g. a security
+  # rebuild)? Then nothing to do.
+  if [[ $have_prom == "${PROMETHEUS_DEB_VERSION%%-*}"* && $have_am == "${ALERTMANAGER_DEB_VERSION%%-*}"* ]]; then
+    return 0
+  fi
+  [[ $EUID -eq 0 ]] || die "need root to apt-get install prometheus=$PROMETHEUS_DEB_VERSION prometheus-alertmanager=$ALERTMANAGER_DEB_VERSION"
+  log "installing Debian packages prometheus=$PROMETHEUS_DEB_VERSION prometheus-alertmanager=$ALERTMANAGER_DEB_VERSION"
+  local policy=/usr/sbin/policy-rc.d made_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\n# temporary, from tracedagent scripts/stack.sh\nexit 101\n' >"$policy"
+    chmod 755 "$policy"
+    made_policy=1
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT   # removed even if the install is interrupted
+  fi
+  local rc=0
+  {
+    apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "prometheus=$PROMETHEUS_DEB_VERSION" "prometheus-alertmanager=$ALERTMANAGER_DEB_VERSION"
+  } >"$CACHE/apt.log" 2>&1 || rc=$?
+  if [[ $made_policy -eq 1 ]]; then rm -f "$policy"; trap - EXIT; fi
+  if [[ $rc -ne 0 ]]; then
+    tail -20 "$CACHE/apt.log" >&2
+    die "apt-get install failed (log: $CACHE/apt.log). If Debian replaced the pinned version, set PROMETHEUS_DEB_VERSION / ALERTMANAGER_DEB_VERSION to what 'apt-cache policy prometheus prometheus-alertmanager' offers"
+  fi
+  if [[ -d /run/systemd/system ]]; then
+    log "disabling the Debian services prometheus and prometheus-alertmanager (this stack runs its own)"
+    systemctl disable --now prometheus.service prometheus-alertmanager.service >/dev/null 2>&1 || true
+  fi
+}
+
+need_go() {
+  command -v go >/dev/null || die "the Go toolchain is needed to build Jaeger and the collector (go on PATH)"
+}
+
+# The collector and Jaeger versions are also written in collector/builder.yaml and
+# tools/jaeger/go.mod; refuse to build when they disagree with the pins above.
+check_pins() {
+  grep -q "^  version: $OTELCOL_VERSION\$" "$CONF/builder.yaml" ||
+    die "collector/builder.yaml dist.version is not $OTELCOL_VERSION (OTELCOL_VERSION in $0)"
+  grep -q "go.opentelemetry.io/collector/receiver/otlpreceiver v$OTELCOL_VERSION\$" "$CONF/builder.yaml" ||
+    die "collector/builder.yaml components are not at v$OTELCOL_VERSION"
+  grep -Eq "github.com/jaegertracing/jaeger $JAEGER_MODULE_VERSION( |\$)" "$ROOT/tools/jaeger/go.mod" ||
+    die "tools/jaeger/go.mod does not require github.com/jaegertracing/jaeger $JAEGER_MODULE_VERSION"
+}
+
+# Jaeger: `go install github.com/jaegertracing/jaeger/cmd/jaeger@...` refuses a module
+# whose go.mod has replace directives, so tools/jaeger/ is a tiny module (no Go code)
+# that pins it with `go get -tool`, and we build the package inside that module.
+build_jaeger() {
+  [[ -x $JAEGER_BIN ]] && return 0
+  need_go
+  log "building Jaeger $JAEGER_VERSION (first time only: several minutes) ..."
+  local start=$SECONDS
+  (cd "$ROOT/tools/jaeger" &&
+    go build -trimpath \
+      -ldflags "-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=v$JAEGER_VERSION" \
+      -o "$JAEGER_BIN.partial" github.com/jaegertracing/jaeger/cmd/jaeger) ||
+    die "building Jaeger failed"
+  mv "$JAEGER_BIN.partial" "$JAEGER_BIN"
+  log "built $JAEGER_BIN in $((SECONDS - start)) s"
+}
+
+# Collector: the OpenTelemetry Collector Builder (ocb) generates a main package with
+# the components listed in collector/builder.yaml and compiles it.
+build_collector() {
+  [[ -x $OTELCOL_BIN ]] && return 0
+  need_go
+  local start=$SECONDS
+  if [[ ! -x $OCB_BIN ]]; then
+    log "installing ocb v$OTELCOL_VERSION ..."
+    local gobin="$CACHE/build/ocb-gobin"
+    mkdir -p "$gobin"
+    GOBIN="$gobin" go install "go.opentelemetry.io/collector/cmd/builder@v$OTELCOL_VERSION" ||
+      die "installing ocb failed"
+    mv "$gobin/builder" "$OCB_BIN"
+  fi
+  log "building the collector $OTELCOL_VERSION with ocb (first time only: several minutes) ..."
+  local dir="$CACHE/build/otelcol-$OTELCOL_VERSION"
+  rm -rf "$dir" && mkdir -p "$dir"
+  # builder.yaml's output_path is relative: the sources and binary land in $dir.
+  (cd "$dir" && "$OCB_BIN" --config "$CONF/builder.yaml" --ldflags='-s -w') >"$dir.log" 2>&1 ||
+    { tail -30 "$dir.log" >&2; die "ocb failed (log: $dir.log)"; }
+  mv "$dir/otelcol-tracedagent/otelcol-tracedagent" "$OTELCOL_BIN"
+  log "built $OTELCOL_BIN in $((SECONDS - start)) s"
+}
+
+cmd_build() {
+  mkdir -p "$BIN" "$CACHE/build"
+  check_pins
+  install_debian_packages
+  # One after the other: on 2 cores, building both at once measured no faster.
+  build_jaeger
+  build_collector
+  log "binaries ready in $BIN"
+}
+
+# ---------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------
+
+pid_file() { echo "$RUN/$1.pid"; }
+
+# Prints the pid if the service's pid file names a live process running that
+# service's binary (so a stale pid file reused by another program is ignored).
+running_pid() {
+  local f pid argv0
+  f="$(pid_file "$1")"
+  [[ -f $f ]] || return 1
+  pid="$(cat "$f")"
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
+  argv0="$(head -z -n 1 "/proc/$pid/cmdline" 2>/dev/null | tr -d '\0')"
+  set_cmd "$1"
+  [[ $argv0 == "${CMD[0]}" ]] || return 1
+  echo "$pid"
+}
+
+healthy() { curl -fsS -o /dev/null --max-time 2 "$(health_url "$1")" 2>/dev/null; }
+
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Fails if a port of a service that is not running yet is taken by another process.
+check_ports_free() {
+  local name=$1 port
+  running_pid "$name" >/dev/null && return 0
+  for port in $(ports_of "$name"); do
+    if port_in_use "$port"; then
+      ss -ltnp "sport = :$port" 2>/dev/null | tail -n +2 >&2 || true
+      die "port 127.0.0.1:$port (for $name) is taken by another process; stop it first"
+    fi
+  done
+}
+
+start_service() {
+  local name=$1 pid
+  if pid="$(running_pid "$name")"; then
+    log "$name already running (pid $pid)"
+    return 0
+  fi
+  set_cmd "$name"
+  # setsid: the service gets its own session, so it outlives this script and a
+  # Ctrl-C in the terminal that ran `make stack-up` does not reach it.
+  (cd "$ROOT" && JAEGER_DATA_DIR="$DATA/jaeger" exec setsid "${CMD[@]}" </dev/null >>"$LOGS/$name.log" 2>&1) &
+  echo $! >"$(pid_file "$name")"
+  log "started $name (pid $!, log .stack/log/$name.log)"
+}
+
+wait_healthy() {
+  local name=$1 deadline=$((SECONDS + ${STACK_HEALTH_TIMEOUT:-60}))
+  until healthy "$name"; do
+    if ! running_pid "$name" >/dev/null; then
+      tail -20 "$LOGS/$name.log" >&2
+      die "$name exited during startup (log: .stack/log/$name.log)"
+    fi
+    ((SECONDS < deadline)) || die "$name not healthy at $(health_url "$name") after ${STACK_HEALTH_TIMEOUT:-60} s (log: .stack/log/$name.log)"
+    sleep 0.3
+  done
+  log "$name healthy"
+}
+
+stop_service() {
+  local name=$1 pid
+  if ! pid="$(running_pid "$name")"; then
+    rm -f "$(pid_file "$name")"
+    return 0
+  fi
+  kill -TERM "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + 15))
+  while kill -0 "$pid" 2>/dev/null; do
+    if ((SECONDS >= deadline)); then
+      log "$name (pid $pid) ignored TERM for 15 s; killing"
+      kill -KILL "$pid" 2>/dev/null || true
+      break
+    fi
+    sleep 0.2
+  done
+  rm -f "$(pid_file "$name")"
+  log "stopped $name (pid $pid)"
+}
+
+cmd_up() {
+  local start=$SECONDS
+  cmd_build
+  mkdir -p "$RUN" "$LOGS" "$DATA/jaeger/keys" "$DATA/jaeger/values" "$DATA/prometheus" "$DATA/alertmanager"
+  local name
+  for name in "${SERVICES[@]}"; do
+    check_ports_free "$name"   # all checked before anything starts
+  done
+  for name in "${SERVICES[@]}"; do
+    start_service "$name"
+    wait_healthy "$name"
+  done
+  log "stack up in $((SECONDS - start)) s:"
+  log "  OTLP gRPC 127.0.0.1:4317, OTLP HTTP 127.0.0.1:4318 (collector)"
+  log "  Jaeger http://127.0.0.1:16686  Prometheus http://127.0.0.1:9090  Alertmanager http://127.0.0.1:9093"
+}
+
+cmd_down() {
+  local i
+  for ((i = ${#SERVICES[@]} - 1; i >= 0; i--)); do
+    stop_service "${SERVICES[i]}"
+  done
+}
+
+cmd_restart() {
+  local name
+  if [[ $# -eq 0 ]]; then
+    cmd_down
+  else
+    for name in "$@"; do
+      [[ " ${SERVICES[*]} " == *" $name "* ]] || die "unknown service '$name' (one of: ${SERVICES[*]})"
+      stop_service "$name"
+    done
+  fi
+  cmd_up
+}
+
+cmd_status() {
+  local name pid ok=0
+  printf '%-13s %-8s %-8s %s\n' SERVICE PID HEALTH URL
+  for name in "${SERVICES[@]}"; do
+    if pid="$(running_pid "$name")"; then
+      if healthy "$name"; then
+        printf '%-13s %-8s %-8s %s\n' "$name" "$pid" ok "$(health_url "$name")"
+      else
+        printf '%-13s %-8s %-8s %s\n' "$name" "$pid" FAILING "$(health_url "$name")"; ok=1
+      fi
+    else
+      printf '%-13s %-8s %-8s %s\n' "$name" - stopped "$(health_url "$name")"; ok=1
+    fi
+  done
+  return $ok
+}
+
+cmd_smoke() {
+  cmd_status >/dev/null || die "the stack is not (fully) up; run: make stack-up"
+  python3 "$ROOT/scripts/stack_smoke.py"
+}
+
+case "${1:-}" in
+  packages) mkdir -p "$CACHE"; install_debian_packages ;;
+  build)  cmd_build ;;
+  up)     cmd_up ;;
+  down)   cmd_down ;;
+  restart) shift; cmd_restart "$@" ;;
+  status) cmd_status ;;
+  smoke)  cmd_smoke ;;
+  *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;
+esac
