@@ -339,16 +339,21 @@ class _InstrumentedModel:
     def _end_span(self, span: Span, completion: Completion) -> None:
         if span.is_recording():
             usage = completion.usage
-            span.set_attributes({N.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
-                                 N.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens})
-            optional = {N.GEN_AI_RESPONSE_MODEL: completion.model, N.GEN_AI_RESPONSE_ID: completion.response_id,
-                        N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: usage.cache_read_input_tokens or None,
-                        N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: usage.cache_creation_input_tokens or None}
-            span.set_attributes({k: v for k, v in optional.items() if v is not None})
+            attributes: dict[str, Any] = {N.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+                                          N.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens}
+            if completion.model:
+                attributes[N.GEN_AI_RESPONSE_MODEL] = completion.model
+            if completion.response_id:
+                attributes[N.GEN_AI_RESPONSE_ID] = completion.response_id
             if completion.finish_reason:
-                span.set_attribute(N.GEN_AI_RESPONSE_FINISH_REASONS, [completion.finish_reason])
+                attributes[N.GEN_AI_RESPONSE_FINISH_REASONS] = [completion.finish_reason]
+            if usage.cache_read_input_tokens:
+                attributes[N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_input_tokens
+            if usage.cache_creation_input_tokens:
+                attributes[N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
             if self._t.capture_content:
-                span.set_attribute(N.GEN_AI_OUTPUT_MESSAGES, self._t._content([completion.as_message()]))
+                attributes[N.GEN_AI_OUTPUT_MESSAGES] = self._t._content([completion.as_message()])
+            span.set_attributes(attributes)  # one call: the SDK takes a lock per call
         span.end()
 
     def _record_metrics(self, seconds: float, completion: Completion | None, error_type: str | None) -> None:

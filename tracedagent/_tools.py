@@ -83,6 +83,7 @@ class Registry:
                 raise ValueError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
         self.policy = policy
+        self._schemas = [t.schema() for t in self._tools.values()]
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -98,8 +99,9 @@ class Registry:
         return self._tools.get(name)
 
     def schemas(self) -> list[dict[str, Any]]:
-        """Tool definitions for the model; empty when there are no tools."""
-        return [t.schema() for t in self._tools.values()]
+        """Tool definitions for the model; empty when there are no tools. Built once (the
+        loop asks every step); treat the list as read-only."""
+        return self._schemas
 
     def dispatch(self, call: ToolCall) -> ToolResult:
         """Run one call, turning every way it can go wrong into a named outcome."""
