@@ -79,8 +79,8 @@ class Agent:
                     if stopped := state.over_budget():
                         return stopped
                 # 5. repeat
-        # 6. stop: the loop's structure is the ceiling
-        return state.finish(Stop.STEP_BUDGET)
+            # 6. stop: the loop's structure is the ceiling (inside the run span, which records it)
+            return state.finish(Stop.STEP_BUDGET)
 
 
 def initial_messages(system_prompt: str | None, history: Sequence[Message] | None, task: str) -> list[Message]:
