@@ -1,9 +1,9 @@
 """The `tracedagent` command, run as a person runs it: a subprocess, real files, and a real
 HTTP server on 127.0.0.1 that answers like Jaeger's query API.
 
-The Jaeger answers come from ``tests/data/demo.jaeger.json``: what Jaeger 2.12's own
+The Jaeger answers come from ``tests/data/demo-jaeger.json``: what Jaeger 2.12's own
 ``/api/transform`` (the code behind the UI's "Upload JSON") made of
-``tests/data/demo.otlp.json``, a file this command wrote. So the Jaeger path is checked
+``tests/data/demo-otlp.json``, a file this command wrote. So the Jaeger path is checked
 against Jaeger's real conversion, and the OTLP file against Jaeger's real parser.
 """
 
@@ -266,7 +266,7 @@ def test_show_rejects_a_directory(tmp_path):
 
 def test_show_reads_json_lines_and_base64_ids(tmp_path):
     """The OpenTelemetry file exporter writes JSON Lines; protobuf's own JSON mapping, base64 ids."""
-    document = json.loads((DATA / "demo.otlp.json").read_text())
+    document = json.loads((DATA / "demo-otlp.json").read_text())
     lines = []
     for resource_spans in document["resourceSpans"]:
         for span in (s for ss in resource_spans["scopeSpans"] for s in ss["spans"]):
@@ -276,7 +276,7 @@ def test_show_reads_json_lines_and_base64_ids(tmp_path):
         lines.append(json.dumps({"resourceSpans": [resource_spans]}))
     path = tmp_path / "lines.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    assert tracedagent("show", path).stdout.splitlines()[1:] == tracedagent("show", DATA / "demo.otlp.json").stdout.splitlines()[1:]
+    assert tracedagent("show", path).stdout.splitlines()[1:] == tracedagent("show", DATA / "demo-otlp.json").stdout.splitlines()[1:]
 
 
 # --- traces / trace against an HTTP server shaped like Jaeger ------------------------
@@ -323,7 +323,7 @@ def jaeger():
 
 
 def jaeger_fixture() -> list[dict[str, Any]]:
-    return json.loads((DATA / "demo.jaeger.json").read_text())["data"]
+    return json.loads((DATA / "demo-jaeger.json").read_text())["data"]
 
 
 def tree_lines(text: str) -> list[str]:
@@ -339,7 +339,7 @@ def test_trace_renders_jaeger_json_as_show_renders_the_otlp_file(jaeger):
                                                           "offset": 0, "errors": None})
         from_jaeger = tracedagent("trace", trace["traceID"], "--jaeger", jaeger.url)
         assert from_jaeger.returncode == 0, from_jaeger.stderr
-        from_file = tracedagent("show", DATA / "demo.otlp.json", "--trace", trace["traceID"])
+        from_file = tracedagent("show", DATA / "demo-otlp.json", "--trace", trace["traceID"])
         assert tree_lines(from_jaeger.stdout) == tree_lines(from_file.stdout)
         assert "stopped here" in from_jaeger.stdout or "answered" in from_jaeger.stdout
 
