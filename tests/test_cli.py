@@ -326,10 +326,10 @@ def jaeger_fixture() -> list[dict[str, Any]]:
     return json.loads((DATA / "demo-jaeger.json").read_text())["data"]
 
 
-def tree_lines(text: str) -> list[str]:
-    """The span trees of an output, with durations blanked (Jaeger keeps microseconds)."""
+def rendered(text: str) -> list[str]:
+    """The summary table and span trees of an output, durations blanked (Jaeger keeps microseconds)."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("invoke_agent "))
+    start = next(i for i, line in enumerate(lines) if line.startswith("┏"))
     return [re.sub(r"\b\d+(\.\d+)? m?s\b", "T", line.rstrip()) for line in lines[start:] if line.strip()]
 
 
@@ -340,7 +340,7 @@ def test_trace_renders_jaeger_json_as_show_renders_the_otlp_file(jaeger):
         from_jaeger = tracedagent("trace", trace["traceID"], "--jaeger", jaeger.url)
         assert from_jaeger.returncode == 0, from_jaeger.stderr
         from_file = tracedagent("show", DATA / "demo-otlp.json", "--trace", trace["traceID"])
-        assert tree_lines(from_jaeger.stdout) == tree_lines(from_file.stdout)
+        assert rendered(from_jaeger.stdout) == rendered(from_file.stdout)
         assert "stopped here" in from_jaeger.stdout or "answered" in from_jaeger.stdout
 
 

@@ -29,13 +29,16 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from . import _names as N
 from ._budget import Stop
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
+from ._loop import Agent
+from ._run import Run
 from ._jaeger import JaegerClient, JaegerError
 from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
-from ._render import (RunSummary, Trace, group_traces, listing_table, runs_table, stop_counts_table,
+from ._render import (Trace, group_traces, listing_table, runs_table, stop_counts_table,
                       trace_tree)
 from ._version import __version__
 
@@ -76,14 +79,15 @@ def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
                         help=f"Jaeger's query service (env {N.ENV_JAEGER_URL}).")(f)
 
 
-@cli.command()
+@cli.command(short_help="Run scripted agents, one per stop reason; show each run's trace.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Write every span here as OTLP/JSON (Jaeger UI: Upload JSON).")
 @click.option("--otlp", "otlp_endpoint", metavar="URL",
               help=f"Also send spans and metrics to this OTLP collector (default: ${OTEL_EXPORTER_OTLP_ENDPOINT}, "
                    "if set).")
 @_jaeger_option
-@click.option("--service", default=N.DEFAULT_SERVICE_NAME, show_default=True, help="service.name of the spans.")
+@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
+              help="service.name of the spans.")
 @click.option("--only", multiple=True, metavar="NAME", type=click.Choice([s.name for s in SCENARIOS]),
               help="Run only this scenario (repeatable). See --list.")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
@@ -95,7 +99,7 @@ def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
               help="USD per 1,000 input tokens, for scenarios without prices of their own (none are shipped).")
 @click.option("--price-out", type=click.FloatRange(min=0), metavar="USD",
               help="USD per 1,000 output tokens, likewise.")
-@click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True,
+@click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="FACTOR",
               help="Scale the simulated model and tool latencies; 0 runs without sleeping.")
 def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, only: Sequence[str],
          list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
@@ -106,15 +110,14 @@ def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, on
         _console.print(_scenario_list(chosen))
         return
     load_mode = runs is not None
-    plan = [chosen[i % len(chosen)] for i in range(runs if load_mode else len(chosen))]
+    plan = [chosen[i % len(chosen)] for i in range(len(chosen) if runs is None else runs)]
     endpoint = otlp_endpoint or os.environ.get(OTEL_EXPORTER_OTLP_ENDPOINT) or None
     telemetry = _configure(otlp_endpoint, service) if endpoint else None
     if telemetry is not None:
         tracer_provider, meter_provider = telemetry.tracer_provider, telemetry.meter_provider
-    else:
+    else:  # embedded: nothing leaves the process but the file
         tracer_provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
         meter_provider = metrics.NoOpMeterProvider()
-
     try:
         writer = OtlpJsonWriter(out)
     except OSError as exc:
@@ -122,7 +125,7 @@ def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, on
     recording = Recording(writer, keep_trees=not load_mode)
     tracer_provider.add_span_processor(recording)
 
-    def make_agent(scenario: Scenario) -> Any:
+    def make_agent(scenario: Scenario) -> Agent:
         return build_agent(scenario, pace=pace, price_in=price_in, price_out=price_out,
                            tracer_provider=tracer_provider, meter_provider=meter_provider)
 
@@ -139,25 +142,29 @@ def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, on
     if recording.error is not None:
         raise click.ClickException(f"could not record the spans in {out}: {recording.error}")
 
+    jaeger = jaeger_url.rstrip("/")
     if load_mode:
         _console.print(stop_counts_table(recording.summaries, title=f"{len(finished)} runs by stop reason"))
     else:
-        trees = [recording.trees[run.trace_id] for run in finished if run.trace_id in recording.trees]
-        _print_traces(trees, title="What each agent did")
-        if telemetry is not None:
-            for scenario, run in zip(plan, finished):
-                _console.print(f"{scenario.name:<20} {jaeger_url.rstrip('/')}/trace/{run.trace_id}")
-    where = f" and to {endpoint}" + ("" if flushed else " (not all flushed in time)") if telemetry else ""
-    _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / seconds:.1f} runs/s); "
-                   f"{writer.spans} spans written to {out}{where}")
+        _print_traces([recording.trees[run.trace_id] for run in finished if run.trace_id in recording.trees],
+                      title="What each agent did")
+    if telemetry is not None and not load_mode:
+        _console.print("Each run in Jaeger:")
+        for scenario, run in zip(plan, finished):
+            _console.print(f"  {scenario.name:<20} {jaeger}/trace/{run.trace_id}")
+    elif telemetry is not None:
+        _console.print(f"In Jaeger: {jaeger}/search?service={service}")
+    sent = ""
+    if telemetry is not None:
+        sent = f" and sent to {endpoint}" + ("" if flushed else " (not all flushed in time)")
+    _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
+                   f"{writer.spans} spans written to {out}{sent}")
     if not load_mode:
         _console.print(f"Render them again with `tracedagent show {out}`, or load the file in Jaeger's UI "
                        f"(Search, Upload JSON).")
 
 
-def _scenario_list(scenarios: Sequence[Scenario]) -> Any:
-    from rich.table import Table
-
+def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
     table = Table(header_style="bold")
     table.add_column("scenario", no_wrap=True)
     table.add_column("stops with", no_wrap=True)
@@ -188,7 +195,8 @@ def _stop_telemetry(telemetry: Any, tracer_provider: TracerProvider) -> bool:
     return flushed
 
 
-def _with_progress(plan: Sequence[Scenario], concurrency: int, make_agent: Callable[[Scenario], Any]) -> list[Any]:
+def _with_progress(plan: Sequence[Scenario], concurrency: int, make_agent: Callable[[Scenario], Agent]) -> list[Run]:
+    """``run_plan`` under a progress bar (on a terminal; a pipe gets no bar)."""
     columns = (TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_console, transient=True, disable=not _console.is_terminal) as progress:
         task = progress.add_task("runs", total=len(plan))
@@ -236,20 +244,23 @@ def _since(value: str) -> float:
     return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
-@cli.command()
+@cli.command(short_help="List recent runs from Jaeger.")
 @_jaeger_option
-@click.option("--service", default=N.DEFAULT_SERVICE_NAME, show_default=True, help="service.name to search.")
-@click.option("--stop", "stop_reason", type=click.Choice([s.value for s in Stop], case_sensitive=False),
-              help="Only runs that ended this way.")
+@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
+              help="service.name to search.")
+@click.option("--stop", "stop_reason", metavar="REASON",
+              type=click.Choice([s.value for s in Stop], case_sensitive=False),
+              help="Only runs that ended this way: " + ", ".join(s.value for s in Stop) + ".")
 @click.option("--agent", metavar="NAME", help="Only runs of this agent (gen_ai.agent.name).")
-@click.option("--since", default="1h", show_default=True, metavar="SPAN",
+@click.option("--since", "since_window", default="1h", show_default=True, metavar="SPAN",
               callback=lambda ctx, param, value: (value, _since(value)),
               help="How far back to look: 30m, 1h, 2d ...")
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Traces at most.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, metavar="N",
+              help="Traces at most.")
 def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | None,
-           since: tuple[str, float], limit: int) -> None:
+           since_window: tuple[str, float], limit: int) -> None:
     """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration."""
-    since, window = since
+    since, window = since_window
     tags = {**({N.STOP_REASON: stop_reason.lower()} if stop_reason else {}),
             **({N.GEN_AI_AGENT_NAME: agent} if agent else {})}
     try:

@@ -259,10 +259,6 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
-def scenario_named(name: str) -> Scenario:
-    return next(s for s in SCENARIOS if s.name == name)
-
-
 # --- building and running ------------------------------------------------------------
 
 def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None = None,
