@@ -9,6 +9,7 @@ against Jaeger's real conversion, and the OTLP file against Jaeger's real parser
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import os
@@ -272,11 +273,13 @@ def test_show_reads_json_lines_and_base64_ids(tmp_path):
         for span in (s for ss in resource_spans["scopeSpans"] for s in ss["spans"]):
             for key in ("traceId", "spanId", "parentSpanId"):
                 if span.get(key):
-                    span[key] = __import__("base64").b64encode(bytes.fromhex(span[key])).decode()
+                    span[key] = base64.b64encode(bytes.fromhex(span[key])).decode()
         lines.append(json.dumps({"resourceSpans": [resource_spans]}))
     path = tmp_path / "lines.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    assert tracedagent("show", path).stdout.splitlines()[1:] == tracedagent("show", DATA / "demo-otlp.json").stdout.splitlines()[1:]
+    as_lines, as_document = tracedagent("show", path), tracedagent("show", DATA / "demo-otlp.json")
+    assert as_lines.returncode == 0, as_lines.stderr
+    assert as_lines.stdout.splitlines()[1:] == as_document.stdout.splitlines()[1:]  # all but the title
 
 
 # --- traces / trace against an HTTP server shaped like Jaeger ------------------------

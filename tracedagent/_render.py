@@ -192,12 +192,13 @@ def _cost(usd: float) -> str:
     return f"${usd:.4f}" if usd > 0 else "-"
 
 
-def _tool_list(names: Sequence[str]) -> str:
-    """``search_kb x4, lookup_order``: a runaway agent's ten identical names in one cell."""
-    if not names:
+def _tools(run: RunSummary) -> str:
+    """``read_ticket 1/1, refund 0/1``: per tool, calls executed out of calls requested - the
+    gap is a denial, a failure, or a stop before dispatch."""
+    if not run.requested:
         return "-"
-    counts = Counter(names)
-    return ", ".join(name if counts[name] == 1 else f"{name} x{counts[name]}" for name in dict.fromkeys(names))
+    requested, executed = Counter(run.requested), Counter(run.executed)
+    return ", ".join(f"{name} {executed[name]}/{count}" for name, count in requested.items())
 
 
 def _stop_style(stop_reason: str) -> str:
@@ -221,11 +222,10 @@ def runs_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table
     table.add_column("steps", justify="right")
     table.add_column("tokens", justify="right")
     table.add_column("cost", justify="right")
-    table.add_column("tools requested")
-    table.add_column("tools executed")
+    table.add_column("tools executed/requested")
     for run in runs:
         table.add_row(run.agent, Text(run.stop_reason, style=_stop_style(run.stop_reason)), str(run.steps),
-                      f"{run.tokens:,}", _cost(run.cost), _tool_list(run.requested), _tool_list(run.executed))
+                      f"{run.tokens:,}", _cost(run.cost), _tools(run))
     return table
 
 
@@ -297,7 +297,7 @@ def _label(span: SpanRecord, *, with_trace_id: bool = False) -> Text:
         run = RunSummary.of(span)
         detail(run.stop_reason, "bold " + _stop_style(run.stop_reason))
         detail(f"{run.steps} step{'s' if run.steps != 1 else ''}")
-        detail(f"{run.tokens:,} tokens ({run.input_tokens:,} in / {run.output_tokens:,} out)")
+        detail(f"{run.tokens:,} tokens")
         if run.cost > 0:
             detail(_cost(run.cost))
         if with_trace_id:
