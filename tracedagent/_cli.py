@@ -160,8 +160,7 @@ def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, on
     _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
                    f"{writer.spans} spans written to {out}{sent}")
     if not load_mode:
-        _console.print(f"Render them again with `tracedagent show {out}`, or load the file in Jaeger's UI "
-                       f"(Search, Upload JSON).")
+        _console.print(f"See them again: `tracedagent show {out}`, or Jaeger's UI: Search > Upload JSON.")
 
 
 def _scenario_list(scenarios: Sequence[Scenario]) -> Table:

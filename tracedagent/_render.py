@@ -286,36 +286,35 @@ def _add_children(node: Tree, trace: Trace, span: SpanRecord) -> None:
 
 
 def _label(span: SpanRecord, *, with_trace_id: bool = False) -> Text:
-    a = span.attributes
-    parts: list[tuple[str, str] | str] = [(span.name, "bold"), "  ", (format_duration(span.duration_ns), "cyan")]
-
-    def detail(text: str, style: str = "dim") -> None:
+    """One line per span: its name, its duration, then what explains it (``_details``)."""
+    name = f"step {span.attributes.get(N.STEP_INDEX, '?')}" if span.name == N.STEP_SPAN_NAME else span.name
+    parts: list[tuple[str, str] | str] = [(name, "bold"), "  ", (format_duration(span.duration_ns), "cyan")]
+    for text, style in _details(span):
         parts.extend(["  ", (text, style)])
+    if with_trace_id:
+        parts.append(("\ntrace " + span.trace_id, "dim"))
+    return Text.assemble(*parts)
 
-    operation = span.operation
+
+def _details(span: SpanRecord) -> list[tuple[str, str]]:
+    a = span.attributes
+    failed = [(f"error: {a.get(N.ERROR_TYPE) or span.status_message or 'unknown'}", "red")] \
+        if span.status == "error" else []
     if span.is_run:
         run = RunSummary.of(span)
-        detail(run.stop_reason, "bold " + _stop_style(run.stop_reason))
-        detail(f"{run.steps} step{'s' if run.steps != 1 else ''}")
-        detail(f"{run.tokens:,} tokens")
-        if run.cost > 0:
-            detail(_cost(run.cost))
-        if with_trace_id:
-            parts.append(("\ntrace " + span.trace_id, "dim"))
-    elif span.name == N.STEP_SPAN_NAME:
-        parts[0] = (f"step {a.get(N.STEP_INDEX, '?')}", "bold")
-        if N.STEP_INPUT_TOKENS in a:
-            detail(f"{a.get(N.STEP_INPUT_TOKENS)} in / {a.get(N.STEP_OUTPUT_TOKENS, 0)} out")
-    elif operation == N.OP_CHAT:
-        if N.GEN_AI_USAGE_INPUT_TOKENS in a:
-            detail(f"{a.get(N.GEN_AI_USAGE_INPUT_TOKENS)} in / {a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS, 0)} out")
+        return [(run.stop_reason, "bold " + _stop_style(run.stop_reason)),
+                (f"{run.steps} step{'s' if run.steps != 1 else ''}", "dim"), (f"{run.tokens:,} tokens", "dim"),
+                *([(_cost(run.cost), "dim")] if run.cost > 0 else [])]
+    if span.name == N.STEP_SPAN_NAME:
+        return [(f"{a[N.STEP_INPUT_TOKENS]} in / {a.get(N.STEP_OUTPUT_TOKENS, 0)} out", "dim")] \
+            if N.STEP_INPUT_TOKENS in a else []
+    if span.operation == N.OP_CHAT:
+        tokens = [(f"{a[N.GEN_AI_USAGE_INPUT_TOKENS]} in / {a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS, 0)} out", "dim")] \
+            if N.GEN_AI_USAGE_INPUT_TOKENS in a else []
         finish = _as_list(a.get(N.GEN_AI_RESPONSE_FINISH_REASONS))
-        if finish:
-            detail("finish=" + ",".join(finish))
-    elif operation == N.OP_EXECUTE_TOOL:
-        outcome = str(a.get(N.TOOL_OUTCOME, "?"))
-        detail(outcome, "green" if outcome == "ok" else "yellow" if outcome == "denied" else "red")
-    error_type = a.get(N.ERROR_TYPE) or span.status_message or "unknown"
-    if span.status == "error" and not span.is_run and error_type != a.get(N.TOOL_OUTCOME):
-        detail(f"error: {error_type}", "red")
-    return Text.assemble(*parts)
+        return tokens + ([("finish=" + ",".join(finish), "dim")] if finish else []) + failed
+    if span.operation == N.OP_EXECUTE_TOOL:
+        outcome, error_type = str(a.get(N.TOOL_OUTCOME, "?")), a.get(N.ERROR_TYPE)
+        style = "green" if outcome == "ok" else "yellow" if outcome == "denied" else "red"
+        return [(outcome if error_type in (None, outcome) else f"{outcome} ({error_type})", style)]
+    return failed
