@@ -1,8 +1,8 @@
 """The ``tracedagent`` command: a demo you can run without a server, and traces you can read.
 
 * ``demo`` runs scripted agents, one per stop reason, prints what each did and its span
-  tree, and writes every span to an OTLP/JSON file (Jaeger's UI loads it with "Upload
-  JSON"). Given a collector (``--otlp`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``) it sends spans
+  tree, and writes every span to an OTLP/JSON file (Jaeger's UI uploads it on
+  its Search page). Given a collector (``--otlp`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``) it sends spans
   and metrics there through ``tracedagent.configure`` and prints each run's Jaeger link;
   ``--runs``/``--concurrency`` turn it into a load generator.
 * ``show FILE`` renders an OTLP/JSON file again.
@@ -81,7 +81,7 @@ def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 @cli.command(short_help="Run scripted agents, one per stop reason; show each run's trace.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=DEFAULT_OUT,
-              show_default=True, help="Write every span here as OTLP/JSON (Jaeger UI: Upload JSON).")
+              show_default=True, help="Write every span here as OTLP/JSON (Jaeger's UI can upload it).")
 @click.option("--otlp", "otlp_endpoint", metavar="URL",
               help=f"Also send spans and metrics to this OTLP collector (default: ${OTEL_EXPORTER_OTLP_ENDPOINT}, "
                    "if set).")
@@ -160,7 +160,7 @@ def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, on
     _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
                    f"{writer.spans} spans written to {out}{sent}")
     if not load_mode:
-        _console.print(f"See them again: `tracedagent show {out}`, or Jaeger's UI: Search > Upload JSON.")
+        _console.print(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
 
 
 def _scenario_list(scenarios: Sequence[Scenario]) -> Table:

@@ -1,8 +1,8 @@
 """OTLP/JSON: the file ``tracedagent demo`` writes and ``tracedagent show`` reads.
 
 The format is the one the OTLP specification defines for JSON (an
-``ExportTraceServiceRequest``: ``{"resourceSpans": [...]}``), which Jaeger's UI loads with
-"Upload JSON" and which any OpenTelemetry tool can read. Encoding reuses the SDK's own
+``ExportTraceServiceRequest``: ``{"resourceSpans": [...]}``), which Jaeger's UI uploads
+(Search page, Upload tab) and which any OpenTelemetry tool can read. Encoding reuses the SDK's own
 OTLP protobuf encoder and protobuf's JSON mapping, then fixes the one place where the two
 disagree: protobuf writes ``bytes`` as base64, OTLP/JSON wants trace and span ids as hex.
 Enums are written as integers and field names in lowerCamelCase, as OTLP/JSON requires.
