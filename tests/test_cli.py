@@ -261,6 +261,20 @@ def test_show_rejects_what_is_not_otlp_json(tmp_path, content, message):
     assert_fails_cleanly(tracedagent("show", path), message)
 
 
+def test_show_renders_foreign_spans_without_guessing(tmp_path):
+    """Another producer's span may use our attribute names for other types: shown, not crashed on."""
+    span = {"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b7", "name": "invoke_agent x",
+            "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": 1700000001500000000,
+            "attributes": [{"key": N.GEN_AI_OPERATION_NAME, "value": {"stringValue": N.OP_INVOKE_AGENT}},
+                           {"key": N.STEPS, "value": {"stringValue": "many"}},
+                           {"key": N.COST_USD, "value": {"boolValue": True}}]}
+    path = tmp_path / "foreign.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}))
+    result = tracedagent("show", path)
+    assert result.returncode == 0, result.stderr
+    assert "invoke_agent x  1.50 s  ?  0 steps" in result.stdout
+
+
 def test_show_rejects_a_directory(tmp_path):
     assert_fails_cleanly(tracedagent("show", tmp_path), "is a directory")
 
@@ -394,6 +408,10 @@ def test_an_unreachable_jaeger_is_one_line():
     assert_fails_cleanly(tracedagent("traces", "--jaeger", url), f"cannot reach Jaeger at {url}")
     assert_fails_cleanly(tracedagent("trace", "4bf92f3577b34da6a3ce929d0e0e4736", "--jaeger", url),
                          "cannot reach Jaeger")
+
+
+def test_a_jaeger_url_that_is_not_one():
+    assert_fails_cleanly(tracedagent("traces", "--jaeger", "localhost:16686"), "not a usable Jaeger URL")
 
 
 def test_a_trace_jaeger_does_not_have(jaeger):

@@ -52,6 +52,9 @@ class JaegerClient:
     """The two queries the command line needs, with errors a person can act on."""
 
     def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise JaegerError(f"not a usable Jaeger URL: {base_url!r} (expected e.g. {N.DEFAULT_JAEGER_URL})")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
 
@@ -94,8 +97,6 @@ class JaegerClient:
             raise JaegerError(f"Jaeger at {self.base_url} did not answer within {self.timeout:g} s") from None
         except (http.client.HTTPException, ConnectionError) as exc:
             raise JaegerError(f"Jaeger at {self.base_url} broke off the answer ({type(exc).__name__})") from None
-        except ValueError:  # urllib's "unknown url type" and friends
-            raise JaegerError(f"not a usable Jaeger URL: {self.base_url!r} (expected e.g. {N.DEFAULT_JAEGER_URL})") from None
         if len(body) > MAX_RESPONSE_BYTES:
             raise JaegerError(f"Jaeger at {self.base_url} answered with more than {MAX_RESPONSE_BYTES >> 20} MiB")
         try:

@@ -154,10 +154,10 @@ class RunSummary:
     def of(cls, span: SpanRecord) -> RunSummary:
         a = span.attributes
         return cls(trace_id=span.trace_id, agent=str(a.get(N.GEN_AI_AGENT_NAME, span.name)),
-                   stop_reason=str(a.get(N.STOP_REASON, "?")), steps=int(a.get(N.STEPS, 0)),
-                   input_tokens=int(a.get(N.GEN_AI_USAGE_INPUT_TOKENS, 0)),
-                   output_tokens=int(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS, 0)),
-                   cost=float(a.get(N.COST_USD, 0.0)),
+                   stop_reason=str(a.get(N.STOP_REASON, "?")), steps=int(_number(a.get(N.STEPS))),
+                   input_tokens=int(_number(a.get(N.GEN_AI_USAGE_INPUT_TOKENS))),
+                   output_tokens=int(_number(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS))),
+                   cost=_number(a.get(N.COST_USD)),
                    requested=tuple(_as_list(a.get(N.TOOLS_REQUESTED))),
                    executed=tuple(_as_list(a.get(N.TOOLS_EXECUTED))),
                    start_ns=span.start_ns, duration_ns=span.duration_ns)
@@ -165,6 +165,14 @@ class RunSummary:
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+
+def _number(value: Any) -> float:
+    """A numeric attribute, or 0 when a foreign span carries something else under the name."""
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _as_list(value: Any) -> list[str]:
