@@ -149,4 +149,12 @@ MAX_NAME_LENGTH = 128
 MAX_LIST_ITEMS = 256
 """Tool-name arrays on spans keep at most this many entries."""
 
+# --- Command line ------------------------------------------------------------------
+DEFAULT_SERVICE_NAME = "tracedagent"
+"""``service.name`` when none is given: what ``configure()`` uses and ``tracedagent traces`` searches."""
+DEFAULT_JAEGER_URL = "http://localhost:16686"
+"""Where ``tracedagent traces``/``trace`` query Jaeger, and the base of the links ``demo`` prints."""
+ENV_JAEGER_URL = "TRACEDAGENT_JAEGER_URL"
+"""Overrides ``DEFAULT_JAEGER_URL`` for the command line (``--jaeger`` overrides both)."""
+
 __all__ = sorted(name for name in dir() if name.isupper() and not name.startswith("_"))

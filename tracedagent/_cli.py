@@ -1,0 +1,299 @@
+"""The ``tracedagent`` command: a demo you can run without a server, and traces you can read.
+
+* ``demo`` runs scripted agents, one per stop reason, prints what each did and its span
+  tree, and writes every span to an OTLP/JSON file (Jaeger's UI uploads it on
+  its Search page). Given a collector (``--otlp`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``) it sends spans
+  and metrics there through ``tracedagent.configure`` and prints each run's Jaeger link;
+  ``--runs``/``--concurrency`` turn it into a load generator.
+* ``show FILE`` renders an OTLP/JSON file again.
+* ``traces`` lists recent runs from Jaeger's HTTP API; ``trace ID`` renders one of them.
+
+Built on click (one dependency-free library) and rich. Every expected failure - a file
+that is not OTLP, a Jaeger that is not there, a trace that does not exist - becomes a
+``click.ClickException``: one line on stderr and exit status 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import click
+from opentelemetry import metrics
+from opentelemetry.sdk.environment_variables import OTEL_EXPORTER_OTLP_ENDPOINT
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from rich.console import Console, Group
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import _names as N
+from ._budget import Stop
+from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
+from ._loop import Agent
+from ._run import Run
+from ._jaeger import JaegerClient, JaegerError
+from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
+from ._render import (Trace, group_traces, listing_table, runs_table, stop_counts_table,
+                      trace_tree)
+from ._version import __version__
+
+__all__ = ["main", "cli"]
+
+DEFAULT_OUT = Path("tracedagent-demo.otlp.json")
+
+
+
+def _output_width() -> int | None:
+    """A terminal keeps its own width; a pipe or file gets 120 columns (rich would assume 80
+    and cut the tables). ``COLUMNS`` overrides both."""
+    return None if "COLUMNS" in os.environ or sys.stdout.isatty() else 120
+
+
+_console = Console(highlight=False, width=_output_width())
+
+
+def main() -> None:
+    """The console script's entry point (``tracedagent`` and ``python -m tracedagent``)."""
+    cli(prog_name="tracedagent")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="tracedagent")
+def cli() -> None:
+    """Agents that stop for named reasons, and the trace of every run.
+
+    Start with `tracedagent demo`: no server needed.
+    """
+
+
+# --- demo --------------------------------------------------------------------------------
+
+def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--jaeger", "jaeger_url", metavar="URL", envvar=N.ENV_JAEGER_URL,
+                        default=N.DEFAULT_JAEGER_URL, show_default=True,
+                        help=f"Jaeger's query service (env {N.ENV_JAEGER_URL}).")(f)
+
+
+@cli.command(short_help="Run scripted agents, one per stop reason; show each run's trace.")
+@click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=DEFAULT_OUT,
+              show_default=True, help="Write every span here as OTLP/JSON (Jaeger's UI can upload it).")
+@click.option("--otlp", "otlp_endpoint", metavar="URL",
+              help=f"Also send spans and metrics to this OTLP collector (default: ${OTEL_EXPORTER_OTLP_ENDPOINT}, "
+                   "if set).")
+@_jaeger_option
+@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
+              help="service.name of the spans.")
+@click.option("--only", multiple=True, metavar="NAME", type=click.Choice([s.name for s in SCENARIOS]),
+              help="Run only this scenario (repeatable). See --list.")
+@click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
+@click.option("--runs", type=click.IntRange(min=1), metavar="N",
+              help="Load mode: N runs in all, cycling through the scenarios; prints totals, not trees.")
+@click.option("--concurrency", type=click.IntRange(1, 64), default=1, show_default=True, metavar="K",
+              help="Runs at a time.")
+@click.option("--price-in", type=click.FloatRange(min=0), metavar="USD",
+              help="USD per 1,000 input tokens, for scenarios without prices of their own (none are shipped).")
+@click.option("--price-out", type=click.FloatRange(min=0), metavar="USD",
+              help="USD per 1,000 output tokens, likewise.")
+@click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="FACTOR",
+              help="Scale the simulated model and tool latencies; 0 runs without sleeping.")
+def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, only: Sequence[str],
+         list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
+         price_out: float | None, pace: float) -> None:
+    """Run scripted agents, one per stop reason, and show the trace of each run."""
+    chosen = [s for s in SCENARIOS if not only or s.name in only]
+    if list_only:
+        _console.print(_scenario_list(chosen))
+        return
+    load_mode = runs is not None
+    plan = [chosen[i % len(chosen)] for i in range(len(chosen) if runs is None else runs)]
+    endpoint = otlp_endpoint or os.environ.get(OTEL_EXPORTER_OTLP_ENDPOINT) or None
+    telemetry = _configure(otlp_endpoint, service) if endpoint else None
+    if telemetry is not None:
+        tracer_provider, meter_provider = telemetry.tracer_provider, telemetry.meter_provider
+    else:  # embedded: nothing leaves the process but the file
+        tracer_provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service}))
+        meter_provider = metrics.NoOpMeterProvider()
+    try:
+        writer = OtlpJsonWriter(out)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from None
+    recording = Recording(writer, keep_trees=not load_mode)
+    tracer_provider.add_span_processor(recording)
+
+    def make_agent(scenario: Scenario) -> Agent:
+        return build_agent(scenario, pace=pace, price_in=price_in, price_out=price_out,
+                           tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+    started = time.perf_counter()
+    try:
+        finished = _with_progress(plan, concurrency, make_agent)
+    except BaseException:
+        writer.discard()
+        raise
+    finally:
+        flushed = _stop_telemetry(telemetry, tracer_provider)
+    seconds = time.perf_counter() - started
+    writer.close()
+    if recording.error is not None:
+        raise click.ClickException(f"could not record the spans in {out}: {recording.error}")
+
+    jaeger = jaeger_url.rstrip("/")
+    if load_mode:
+        _console.print(stop_counts_table(recording.summaries, title=f"{len(finished)} runs by stop reason"))
+    else:
+        _print_traces([recording.trees[run.trace_id] for run in finished if run.trace_id in recording.trees],
+                      title="What each agent did")
+    if telemetry is not None and not load_mode:
+        _console.print("Each run in Jaeger:")
+        for scenario, run in zip(plan, finished):
+            _console.print(f"  {scenario.name:<20} {jaeger}/trace/{run.trace_id}")
+    elif telemetry is not None:
+        _console.print(f"In Jaeger: {jaeger}/search?service={service}")
+    sent = ""
+    if telemetry is not None:
+        sent = f" and sent to {endpoint}" + ("" if flushed else " (not all flushed in time)")
+    _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
+                   f"{writer.spans} spans written to {out}{sent}")
+    if not load_mode:
+        _console.print(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
+
+
+def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
+    table = Table(header_style="bold")
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("stops with", no_wrap=True)
+    table.add_column("what happens")
+    for s in scenarios:
+        table.add_row(s.name, s.stops_with.value, s.story)
+    return table
+
+
+def _configure(endpoint: str | None, service: str) -> Any:
+    """Telemetry to a collector, through the library's own ``configure`` (imported lazily:
+    the embedded demo must not need it)."""
+    try:
+        from tracedagent import configure  # type: ignore[attr-defined]
+    except ImportError:
+        raise click.ClickException("sending to a collector needs tracedagent.configure, which this installation "
+                                   "lacks; run without --otlp (and without OTEL_EXPORTER_OTLP_ENDPOINT)") from None
+    return configure(service_name=service, endpoint=endpoint, set_global=False)
+
+
+def _stop_telemetry(telemetry: Any, tracer_provider: TracerProvider) -> bool:
+    """Flush and shut down what the demo started; ``False`` if spans were still pending."""
+    if telemetry is None:
+        tracer_provider.shutdown()
+        return True
+    flushed = bool(telemetry.force_flush(5.0))
+    telemetry.shutdown()
+    return flushed
+
+
+def _with_progress(plan: Sequence[Scenario], concurrency: int, make_agent: Callable[[Scenario], Agent]) -> list[Run]:
+    """``run_plan`` under a progress bar (on a terminal; a pipe gets no bar)."""
+    columns = (TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_console, transient=True, disable=not _console.is_terminal) as progress:
+        task = progress.add_task("runs", total=len(plan))
+        return run_plan(plan, concurrency=concurrency, make_agent=make_agent,
+                        on_finished=lambda run: progress.advance(task))
+
+
+def _print_traces(traces: Sequence[Trace], *, title: str) -> None:
+    """The summary table, then one span tree per trace: ``demo``, ``show`` and ``trace`` alike."""
+    runs = [run for trace in traces for run in trace.runs()]
+    if runs:
+        _console.print(runs_table(runs, title=title))
+    _console.print(Group(*(tree for trace in traces for tree in ("", trace_tree(trace)))))
+    _console.print()
+
+
+# --- show --------------------------------------------------------------------------------
+
+@cli.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--trace", "trace_id", metavar="ID", help="Only this trace.")
+def show(file: Path, trace_id: str | None) -> None:
+    """Render an OTLP/JSON trace file (such as the one `demo` writes)."""
+    try:
+        traces = group_traces(read_file(file))
+    except OtlpJsonError as exc:
+        raise click.ClickException(str(exc)) from None
+    if trace_id is not None:
+        traces = [t for t in traces if t.trace_id == _trace_id(trace_id).zfill(32)]
+        if not traces:
+            raise click.ClickException(f"{file}: no trace {trace_id}")
+    _print_traces(traces, title=f"{file}: {len(traces)} trace{'s' if len(traces) != 1 else ''}")
+
+
+# --- traces / trace ----------------------------------------------------------------------
+
+_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
+_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _since(value: str) -> float:
+    match = _SINCE.match(value)
+    if not match or float(match.group(1)) <= 0:
+        raise click.BadParameter(f"{value!r} is not a time span like 30m, 1h or 2d")
+    return float(match.group(1)) * _SECONDS[match.group(2)]
+
+
+@cli.command(short_help="List recent runs from Jaeger.")
+@_jaeger_option
+@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
+              help="service.name to search.")
+@click.option("--stop", "stop_reason", metavar="REASON",
+              type=click.Choice([s.value for s in Stop], case_sensitive=False),
+              help="Only runs that ended this way: " + ", ".join(s.value for s in Stop) + ".")
+@click.option("--agent", metavar="NAME", help="Only runs of this agent (gen_ai.agent.name).")
+@click.option("--since", "since_window", default="1h", show_default=True, metavar="SPAN",
+              callback=lambda ctx, param, value: (value, _since(value)),
+              help="How far back to look: 30m, 1h, 2d ...")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, metavar="N",
+              help="Traces at most.")
+def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | None,
+           since_window: tuple[str, float], limit: int) -> None:
+    """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration."""
+    since, window = since_window
+    tags = {**({N.STOP_REASON: stop_reason.lower()} if stop_reason else {}),
+            **({N.GEN_AI_AGENT_NAME: agent} if agent else {})}
+    try:
+        found = JaegerClient(jaeger_url).search(service=service, limit=limit, since_seconds=window, tags=tags)
+    except JaegerError as exc:
+        raise click.ClickException(str(exc)) from None
+    runs = sorted((run for spans in found if spans for run in Trace(spans).runs()
+                   if (not stop_reason or run.stop_reason == stop_reason.lower()) and (not agent or run.agent == agent)),
+                  key=lambda r: r.start_ns, reverse=True)
+    filters = ", ".join(f"{k}={v}" for k, v in (("stop", stop_reason), ("agent", agent)) if v)
+    if not runs:
+        _console.print(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
+                       + f" at {jaeger_url}.")
+        return
+    _console.print(listing_table(runs, title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
+    _console.print("Render one with `tracedagent trace ID`.")
+
+
+_TRACE_ID = re.compile(r"^[0-9a-fA-F]{1,32}$")
+
+
+def _trace_id(value: str) -> str:
+    if not _TRACE_ID.match(value):
+        raise click.BadParameter(f"{value!r} is not a trace id (up to 32 hex digits)")
+    return value.lower()
+
+
+@cli.command("trace")
+@click.argument("trace_id", metavar="ID", callback=lambda ctx, param, value: _trace_id(value))
+@_jaeger_option
+def trace_command(trace_id: str, jaeger_url: str) -> None:
+    """Render one trace from Jaeger as a span tree."""
+    try:
+        spans = JaegerClient(jaeger_url).trace(trace_id)
+    except JaegerError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_traces(group_traces(spans), title=f"Trace {trace_id}")

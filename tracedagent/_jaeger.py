@@ -1,0 +1,172 @@
+"""Jaeger's HTTP query API, read into the spans the renderer draws.
+
+Two endpoints, the ones Jaeger's own UI uses (jaeger-query, port 16686 by default):
+
+* ``GET /api/traces?service=S&limit=N&start=US&end=US&tags={"k":"v"}`` searches; ``limit``
+  counts traces, ``start``/``end`` are microseconds since the epoch and ``tags`` is a JSON
+  object every matching trace must have a span for. The UI's ``lookback=1h`` parameter is
+  ignored by Jaeger's HTTP handler (the UI turns it into ``start``/``end`` itself), so this
+  client sends the window as ``start``/``end`` too.
+* ``GET /api/traces/{trace_id}`` returns one trace, or 404 with ``{"errors": [...]}``.
+
+Both answer ``{"data": [trace, ...], "errors": [...]}`` in Jaeger's UI model (``spans`` with
+``tags``, ``logs``, ``references``, and ``processes``), which ``decode_trace`` turns into
+``SpanRecord``. Only the standard library is used: two GET requests do not justify an
+HTTP client dependency.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Mapping
+
+from . import _names as N
+from ._render import SpanEvent, SpanRecord
+
+__all__ = ["JaegerError", "JaegerClient", "decode_trace"]
+
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+"""A larger answer is refused rather than read into memory."""
+
+_ARRAY_ATTRIBUTES = frozenset({N.TOOLS_REQUESTED, N.TOOLS_EXECUTED, N.TOOLS_BLOCKED,
+                               N.GEN_AI_RESPONSE_FINISH_REASONS})
+"""Attributes tracedagent emits as arrays; Jaeger stores arrays as JSON strings, so these
+are decoded back (and only these: other string attributes may legitimately hold JSON)."""
+
+_JAEGER_ONLY_TAGS = frozenset({"span.kind", "otel.status_code", "otel.status_description", "error",
+                               "otel.scope.name", "otel.scope.version", "otel.library.name",
+                               "otel.library.version", "internal.span.format"})
+"""Tags Jaeger derives from span fields rather than from the span's attributes."""
+
+
+class JaegerError(Exception):
+    """Jaeger could not be asked, or did not answer usefully; the message is one line."""
+
+
+class JaegerClient:
+    """The two queries the command line needs, with errors a person can act on."""
+
+    def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise JaegerError(f"not a usable Jaeger URL: {base_url!r} (expected e.g. {N.DEFAULT_JAEGER_URL})")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def search(self, *, service: str, limit: int, since_seconds: float,
+               tags: Mapping[str, str] | None = None) -> list[list[SpanRecord]]:
+        """Traces of ``service`` that started in the last ``since_seconds``, each as its spans."""
+        now_us = int(time.time() * 1e6)
+        params: dict[str, str] = {"service": service, "limit": str(limit),
+                                  "start": str(now_us - int(since_seconds * 1e6)), "end": str(now_us)}
+        if tags:
+            params["tags"] = json.dumps(dict(tags), separators=(",", ":"))
+        answer = self._get("/api/traces", params)
+        return [decode_trace(trace) for trace in _data(answer, self.base_url)]
+
+    def trace(self, trace_id: str) -> list[SpanRecord]:
+        """One trace's spans; ``JaegerError`` when Jaeger does not have it."""
+        not_found = f"trace {trace_id} not found in Jaeger at {self.base_url}"
+        answer = self._get(f"/api/traces/{urllib.parse.quote(trace_id)}", None, not_found=not_found)
+        traces = _data(answer, self.base_url)
+        spans = [span for trace in traces for span in decode_trace(trace)]
+        if not spans:
+            raise JaegerError(not_found)
+        return spans
+
+    def _get(self, path: str, params: Mapping[str, str] | None, *, not_found: str | None = None) -> Any:
+        url = self.base_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                body = response.read(MAX_RESPONSE_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404 and not_found:
+                raise JaegerError(not_found) from None
+            raise JaegerError(f"Jaeger at {self.base_url} answered HTTP {exc.code}: {_error_message(exc)}") from None
+        except urllib.error.URLError as exc:
+            reason = getattr(exc.reason, "strerror", None) or str(exc.reason)
+            raise JaegerError(f"cannot reach Jaeger at {self.base_url} ({reason}); is it running? "
+                              f"(set --jaeger or {N.ENV_JAEGER_URL})") from None
+        except TimeoutError:
+            raise JaegerError(f"Jaeger at {self.base_url} did not answer within {self.timeout:g} s") from None
+        except (http.client.HTTPException, ConnectionError) as exc:
+            raise JaegerError(f"Jaeger at {self.base_url} broke off the answer ({type(exc).__name__})") from None
+        if len(body) > MAX_RESPONSE_BYTES:
+            raise JaegerError(f"Jaeger at {self.base_url} answered with more than {MAX_RESPONSE_BYTES >> 20} MiB")
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise JaegerError(f"Jaeger at {self.base_url} answered with something that is not JSON "
+                              f"(is that URL Jaeger's query service?)") from None
+
+
+def _error_message(exc: urllib.error.HTTPError) -> str:
+    """Jaeger explains errors as ``{"errors": [{"code": 400, "msg": "..."}]}``."""
+    try:
+        errors = json.loads(exc.read(64 * 1024)).get("errors") or []
+        message = "; ".join(str(e.get("msg", "")) for e in errors if isinstance(e, dict))
+    except (ValueError, AttributeError, OSError):
+        message = ""
+    return (message or exc.reason or "no explanation").splitlines()[0][:300]
+
+
+def _data(answer: Any, base_url: str) -> list[dict[str, Any]]:
+    if not isinstance(answer, dict) or not isinstance(answer.get("data", []), (list, type(None))):
+        raise JaegerError(f"Jaeger at {base_url} answered with JSON that is not a trace list")
+    traces = answer.get("data") or []
+    if not all(isinstance(t, dict) for t in traces):
+        raise JaegerError(f"Jaeger at {base_url} answered with JSON that is not a trace list")
+    return traces
+
+
+# --- Jaeger's JSON model to SpanRecord ------------------------------------------------
+
+def decode_trace(trace: Mapping[str, Any]) -> list[SpanRecord]:
+    """One trace of Jaeger's UI JSON model as spans (the inverse of Jaeger's OTLP mapping)."""
+    processes = trace.get("processes") or {}
+    records = []
+    try:
+        for span in trace.get("spans") or []:
+            tags = {t["key"]: t.get("value") for t in span.get("tags") or []}
+            trace_id = str(span["traceID"]).lower().zfill(32)
+            parent_id = next((str(r["spanID"]).lower().zfill(16) for r in span.get("references") or []
+                              if r.get("refType") == "CHILD_OF"), None)
+            status_code = tags.get("otel.status_code")
+            status = "error" if status_code == "ERROR" or tags.get("error") in (True, "true") \
+                else "ok" if status_code == "OK" else "unset"
+            process = processes.get(span.get("processID")) or span.get("process") or {}
+            start_ns = int(span["startTime"]) * 1000
+            records.append(SpanRecord(
+                trace_id=trace_id, span_id=str(span["spanID"]).lower().zfill(16), parent_id=parent_id,
+                name=str(span.get("operationName", "")), kind=str(tags.get("span.kind", "internal")),
+                start_ns=start_ns, end_ns=start_ns + int(span.get("duration", 0)) * 1000,
+                attributes={k: _attribute(k, v) for k, v in tags.items() if k not in _JAEGER_ONLY_TAGS},
+                status=status, status_message=tags.get("otel.status_description"),
+                events=tuple(_event(log) for log in span.get("logs") or []),
+                service=process.get("serviceName")))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise JaegerError(f"Jaeger answered with a span this client cannot read ({type(exc).__name__}: {exc})") from None
+    return records
+
+
+def _attribute(key: str, value: Any) -> Any:
+    if key in _ARRAY_ATTRIBUTES and isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, list) else value
+    return value
+
+
+def _event(log: Mapping[str, Any]) -> SpanEvent:
+    """Jaeger stores an event as a log whose ``event`` field holds the event's name."""
+    fields = {f["key"]: f.get("value") for f in log.get("fields") or []}
+    name = str(fields.pop("event", ""))
+    return SpanEvent(name=name, time_ns=int(log.get("timestamp", 0)) * 1000, attributes=fields)

@@ -1,0 +1,328 @@
+"""Spans as a person reads them: one span shape, one tree, one set of tables.
+
+Three sources feed the command line - spans just recorded by ``tracedagent demo``, an
+OTLP/JSON file (``tracedagent show``) and Jaeger's HTTP API (``tracedagent trace``) - and
+each is converted into ``SpanRecord`` first, so there is exactly one renderer to keep
+right. Everything shown is read off span attributes named in ``_names``: the terminal
+shows what the trace says, not what the process happened to remember.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable, Mapping, Sequence
+
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from . import _names as N
+
+__all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "group_traces", "trace_tree",
+           "runs_table", "listing_table", "stop_counts_table", "format_duration"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpanEvent:
+    """A timestamped event on a span (``tracedagent.stop`` marks where a run stopped)."""
+
+    name: str
+    """The event's name."""
+    time_ns: int
+    """When it happened, in nanoseconds since the epoch."""
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    """Its attributes, decoded to Python values."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpanRecord:
+    """One finished span, whatever format it was read from."""
+
+    trace_id: str
+    """32 lowercase hex digits."""
+    span_id: str
+    """16 lowercase hex digits."""
+    parent_id: str | None
+    """The parent's span id, ``None`` for a root span."""
+    name: str
+    """The span name, e.g. ``invoke_agent support`` or ``execute_tool refund``."""
+    start_ns: int
+    """Start time, nanoseconds since the epoch."""
+    end_ns: int
+    """End time, nanoseconds since the epoch."""
+    kind: str = "internal"
+    """``internal``, ``client``, ``server``, ``producer``, ``consumer`` or ``unspecified``."""
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    """Attributes decoded to Python values (arrays as lists)."""
+    status: str = "unset"
+    """``unset``, ``ok`` or ``error``."""
+    status_message: str | None = None
+    """The status description, set only on errors."""
+    events: tuple[SpanEvent, ...] = ()
+    """Span events in time order."""
+    service: str | None = None
+    """``service.name`` of the resource that produced the span."""
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_ns - self.start_ns)
+
+    @property
+    def operation(self) -> str | None:
+        """``gen_ai.operation.name``: ``invoke_agent``, ``chat`` or ``execute_tool``."""
+        return self.attributes.get(N.GEN_AI_OPERATION_NAME)
+
+    @property
+    def is_run(self) -> bool:
+        return self.operation == N.OP_INVOKE_AGENT
+
+
+class Trace:
+    """One trace's spans, arranged as the tree the renderer walks.
+
+    A span whose parent is missing (a partial trace, or a run nested in a caller's span
+    that was not exported) is treated as a root rather than dropped.
+    """
+
+    def __init__(self, spans: Iterable[SpanRecord]) -> None:
+        self.spans = sorted(spans, key=lambda s: (s.start_ns, s.end_ns))
+        if not self.spans:
+            raise ValueError("a trace needs at least one span")
+        self.trace_id = self.spans[0].trace_id
+        known = {s.span_id for s in self.spans}
+        self._children: dict[str, list[SpanRecord]] = {}
+        self.roots: list[SpanRecord] = []
+        for span in self.spans:
+            if span.parent_id is None or span.parent_id not in known:
+                self.roots.append(span)
+            else:
+                self._children.setdefault(span.parent_id, []).append(span)
+
+    def children(self, span: SpanRecord) -> list[SpanRecord]:
+        return self._children.get(span.span_id, [])
+
+    def runs(self) -> list[RunSummary]:
+        """One summary per ``invoke_agent`` span, in start order."""
+        return [RunSummary.of(span) for span in self.spans if span.is_run]
+
+    @property
+    def start_ns(self) -> int:
+        return self.spans[0].start_ns
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+
+def group_traces(spans: Iterable[SpanRecord]) -> list[Trace]:
+    """Split spans by trace id; traces come out in the order they started."""
+    by_trace: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    return sorted((Trace(group) for group in by_trace.values()), key=lambda t: t.start_ns)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """What a run's ``invoke_agent`` span says about it: the row of every table here."""
+
+    trace_id: str
+    """The run's trace."""
+    agent: str
+    """``gen_ai.agent.name``."""
+    stop_reason: str
+    """``tracedagent.stop_reason``; ``?`` when the span lacks it (a run that crashed)."""
+    steps: int
+    """Model turns."""
+    input_tokens: int
+    """Input tokens over the run."""
+    output_tokens: int
+    """Output tokens over the run."""
+    cost: float
+    """USD at the run's prices; zero when none were given."""
+    requested: tuple[str, ...]
+    """Every tool the model asked for, denied calls included."""
+    executed: tuple[str, ...]
+    """Tools that ran and succeeded."""
+    start_ns: int
+    """When the run started."""
+    duration_ns: int
+    """How long it took."""
+
+    @classmethod
+    def of(cls, span: SpanRecord) -> RunSummary:
+        a = span.attributes
+        return cls(trace_id=span.trace_id, agent=str(a.get(N.GEN_AI_AGENT_NAME, span.name)),
+                   stop_reason=str(a.get(N.STOP_REASON, "?")), steps=int(_number(a.get(N.STEPS))),
+                   input_tokens=int(_number(a.get(N.GEN_AI_USAGE_INPUT_TOKENS))),
+                   output_tokens=int(_number(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS))),
+                   cost=_number(a.get(N.COST_USD)),
+                   requested=tuple(_as_list(a.get(N.TOOLS_REQUESTED))),
+                   executed=tuple(_as_list(a.get(N.TOOLS_EXECUTED))),
+                   start_ns=span.start_ns, duration_ns=span.duration_ns)
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def _number(value: Any) -> float:
+    """A numeric attribute, or 0 when a foreign span carries something else under the name."""
+    try:
+        return float(value) if value is not None and not isinstance(value, bool) else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+# --- formatting ------------------------------------------------------------------------
+
+def format_duration(ns: int) -> str:
+    """``0.4 ms``, ``183 ms``, ``2.41 s``: precision where it matters to a reader."""
+    ms = ns / 1e6
+    if ms < 1:
+        return f"{ms:.1f} ms"
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    return f"{ms / 1000:.2f} s"
+
+
+def _cost(usd: float) -> str:
+    """No price, no number: a zero cost means nobody gave prices, not that it was free."""
+    return f"${usd:.4f}" if usd > 0 else "-"
+
+
+def _tools(run: RunSummary) -> str:
+    """``read_ticket 1/1, refund 0/1``: per tool, calls executed out of calls requested - the
+    gap is a denial, a failure, or a stop before dispatch."""
+    if not run.requested:
+        return "-"
+    requested, executed = Counter(run.requested), Counter(run.executed)
+    return ", ".join(f"{name} {executed[name]}/{count}" for name, count in requested.items())
+
+
+def _stop_style(stop_reason: str) -> str:
+    return "green" if stop_reason == "answered" else "red"
+
+
+def _started(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+
+
+# --- tables ----------------------------------------------------------------------------
+
+_STOP_WIDTH = max(len("repeated_identical_call"), len("token_budget_exhausted"))
+
+
+def runs_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
+    """What each run did: the demo's summary, and the head of ``tracedagent show``."""
+    table = Table(title=title, title_justify="left", header_style="bold")
+    table.add_column("agent", no_wrap=True)
+    table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
+    table.add_column("steps", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column("tools executed/requested")
+    for run in runs:
+        table.add_row(run.agent, Text(run.stop_reason, style=_stop_style(run.stop_reason)), str(run.steps),
+                      f"{run.tokens:,}", _cost(run.cost), _tools(run))
+    return table
+
+
+def listing_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
+    """Recent runs found in Jaeger: one row per run, with the trace id to look one up."""
+    table = Table(title=title, title_justify="left", header_style="bold")
+    table.add_column("trace id", no_wrap=True, min_width=32)
+    table.add_column("started", no_wrap=True)
+    table.add_column("agent", no_wrap=True)
+    table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
+    table.add_column("steps", justify="right")
+    table.add_column("tokens", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column("duration", justify="right", no_wrap=True)
+    for run in runs:
+        table.add_row(run.trace_id, _started(run.start_ns), run.agent,
+                      Text(run.stop_reason, style=_stop_style(run.stop_reason)), str(run.steps),
+                      f"{run.tokens:,}", _cost(run.cost), format_duration(run.duration_ns))
+    return table
+
+
+def stop_counts_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
+    """How many runs ended for each reason: the load generator's summary."""
+    table = Table(title=title, title_justify="left", header_style="bold")
+    table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
+    table.add_column("runs", justify="right")
+    table.add_column("agents")
+    by_stop: dict[str, list[RunSummary]] = {}
+    for run in runs:
+        by_stop.setdefault(run.stop_reason, []).append(run)
+    for stop, group in sorted(by_stop.items(), key=lambda item: (-len(item[1]), item[0])):
+        table.add_row(Text(stop, style=_stop_style(stop)), str(len(group)),
+                      ", ".join(sorted({r.agent for r in group})))
+    return table
+
+
+# --- the tree --------------------------------------------------------------------------
+
+def trace_tree(trace: Trace) -> Tree:
+    """The span tree of one trace, with durations and the attributes that explain it."""
+    if len(trace.roots) == 1:
+        tree = Tree(_label(trace.roots[0], with_trace_id=True))
+        _add_children(tree, trace, trace.roots[0])
+        return tree
+    tree = Tree(Text.assemble(("trace ", "bold"), (trace.trace_id, "dim")))
+    for root in trace.roots:
+        _add_children(tree.add(_label(root)), trace, root)
+    return tree
+
+
+def _add_children(node: Tree, trace: Trace, span: SpanRecord) -> None:
+    for child in trace.children(span):
+        _add_children(node.add(_label(child)), trace, child)
+    for event in span.events:
+        if event.name == N.STOP_EVENT:
+            reason = str(event.attributes.get(N.STOP_REASON, "?"))
+            node.add(Text.assemble(("stopped here: ", "bold red"), (reason, "red")))
+
+
+def _label(span: SpanRecord, *, with_trace_id: bool = False) -> Text:
+    """One line per span: its name, its duration, then what explains it (``_details``)."""
+    name = f"step {span.attributes.get(N.STEP_INDEX, '?')}" if span.name == N.STEP_SPAN_NAME else span.name
+    parts: list[tuple[str, str] | str] = [(name, "bold"), "  ", (format_duration(span.duration_ns), "cyan")]
+    for text, style in _details(span):
+        parts.extend(["  ", (text, style)])
+    if with_trace_id:
+        parts.append(("\ntrace " + span.trace_id, "dim"))
+    return Text.assemble(*parts)
+
+
+def _details(span: SpanRecord) -> list[tuple[str, str]]:
+    a = span.attributes
+    failed = [(f"error: {a.get(N.ERROR_TYPE) or span.status_message or 'unknown'}", "red")] \
+        if span.status == "error" else []
+    if span.is_run:
+        run = RunSummary.of(span)
+        return [(run.stop_reason, "bold " + _stop_style(run.stop_reason)),
+                (f"{run.steps} step{'s' if run.steps != 1 else ''}", "dim"), (f"{run.tokens:,} tokens", "dim"),
+                *([(_cost(run.cost), "dim")] if run.cost > 0 else [])]
+    if span.name == N.STEP_SPAN_NAME:
+        return [(f"{a[N.STEP_INPUT_TOKENS]} in / {a.get(N.STEP_OUTPUT_TOKENS, 0)} out", "dim")] \
+            if N.STEP_INPUT_TOKENS in a else []
+    if span.operation == N.OP_CHAT:
+        tokens = [(f"{a[N.GEN_AI_USAGE_INPUT_TOKENS]} in / {a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS, 0)} out", "dim")] \
+            if N.GEN_AI_USAGE_INPUT_TOKENS in a else []
+        finish = _as_list(a.get(N.GEN_AI_RESPONSE_FINISH_REASONS))
+        return tokens + ([("finish=" + ",".join(finish), "dim")] if finish else []) + failed
+    if span.operation == N.OP_EXECUTE_TOOL:
+        outcome, error_type = str(a.get(N.TOOL_OUTCOME, "?")), a.get(N.ERROR_TYPE)
+        style = "green" if outcome == "ok" else "yellow" if outcome == "denied" else "red"
+        return [(outcome if error_type in (None, outcome) else f"{outcome} ({error_type})", style)]
+    return failed
