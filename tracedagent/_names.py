@@ -132,6 +132,7 @@ the local collector listens on IPv4 loopback only."""
 HTTP_TRACES_PATH = "v1/traces"
 HTTP_METRICS_PATH = "v1/metrics"
 DEFAULT_SERVICE_NAME = "tracedagent"
+"""``service.name`` when none is given: what ``configure()`` uses and ``tracedagent traces`` searches."""
 DEFAULT_EXPORT_TIMEOUT = 2.0
 """Seconds one OTLP export may take, retries included, unless the standard timeout variables
 say otherwise (the SDK's default is 10 s)."""
@@ -150,8 +151,6 @@ MAX_LIST_ITEMS = 256
 """Tool-name arrays on spans keep at most this many entries."""
 
 # --- Command line ------------------------------------------------------------------
-DEFAULT_SERVICE_NAME = "tracedagent"
-"""``service.name`` when none is given: what ``configure()`` uses and ``tracedagent traces`` searches."""
 DEFAULT_JAEGER_URL = "http://localhost:16686"
 """Where ``tracedagent traces``/``trace`` query Jaeger, and the base of the links ``demo`` prints."""
 ENV_JAEGER_URL = "TRACEDAGENT_JAEGER_URL"
