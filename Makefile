@@ -4,22 +4,25 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY: install demo test test-unit test-stack bench alerts-test \
+.PHONY test-unit test-stack bench alerts-test \
         stack-build stack-up stack-down stack-status stack-smoke compose-check
 
-install:       ## the package, its extras and the test tools, editable
+install:       ## the package, editable
+	$(PIP) install --quiet --disable-pip-version-check -e .
+
+install-test:  ## the package with the model SDKs and the test tools
 	$(PIP) install --quiet --disable-pip-version-check -e '.[test]'
 
 demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
 	$(PYTHON) -m tracedagent demo
 
-test: install stack-up alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack
+test: install-test stack-up alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack
 	TRACEDAGENT_REQUIRE_STACK=1 $(PYTHON) -m pytest tests examples/support-agent
 
-test-unit: install  ## the tests that need no running service
+test-unit: install-test  ## the tests that need no running service
 	$(PYTHON) -m pytest tests --ignore=tests/stack
 
-bench: install ## the overhead and exit-time benchmarks (print figures; nothing asserts timings)
+bench: install-test  ## the overhead and exit-time benchmarks (print figures; nothing asserts timings)
 	$(PYTHON) benchmarks/overhead.py
 	$(PYTHON) benchmarks/exit_time.py
 
