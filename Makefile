@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY test-unit test-stack bench alerts-test \
+.PHONY: install install-test demo test test-unit bench alerts-test \
         stack-build stack-up stack-down stack-status stack-smoke compose-check
 
 install:       ## the package, editable
