@@ -9,11 +9,12 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from _fake_servers import Reply, json_reply, serve
-from tracedagent import Agent, Stop, ToolOutcome, tool
+from tracedagent import Agent, Stop, ToolOutcome
 from tracedagent import _names as N
 from tracedagent.models import AnthropicModel, MalformedResponseError
 from tracedagent.models.anthropic import DEFAULT_MAX_TOKENS
 from tracedagent.testing import Recorder
+from sample_tools import add, shout
 
 FAKE_KEY = "sk-ant-test-DO-NOT-LEAK-0c4e2a9d71"
 FAST_RETRY = {"retry-after-ms": "1"}  # the SDK honours it, so a retried test stays fast
@@ -25,27 +26,6 @@ def _credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE"):
         monkeypatch.delenv(name, raising=False)
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first addend.
-        b: The second addend.
-    """
-    return a + b
-
-
-@tool
-def shout(text: str) -> str:
-    """Upper-case a text.
-
-    Args:
-        text: What to upper-case.
-    """
-    return text.upper()
 
 
 def message(*content: dict, stop: str = "end_turn", input_tokens: int = 20, output_tokens: int = 7,

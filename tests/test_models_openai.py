@@ -13,10 +13,11 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from _fake_servers import Reply, json_reply, serve
-from tracedagent import Agent, Stop, ToolOutcome, tool
+from tracedagent import Agent, Stop, ToolOutcome
 from tracedagent import _names as N
 from tracedagent.models import MalformedResponseError, OpenAIChatModel
 from tracedagent.testing import Recorder
+from sample_tools import add, shout
 
 FAKE_KEY = "sk-test-DO-NOT-LEAK-7f3a9c1e5b"
 ROOT = Path(__file__).resolve().parents[1]  # subprocesses import this worktree's package
@@ -28,27 +29,6 @@ def _credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     """The key comes from the SDK's usual environment variable, as it would for a user."""
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first addend.
-        b: The second addend.
-    """
-    return a + b
-
-
-@tool
-def shout(text: str) -> str:
-    """Upper-case a text.
-
-    Args:
-        text: What to upper-case.
-    """
-    return text.upper()
 
 
 def answer(text: str = "The answer is 5.", *, finish: str = "stop", prompt: int = 20, completion: int = 7,
