@@ -16,6 +16,7 @@ not do: (b-a)/(c) is the telemetry's share alone. Metrics are off in (a)-(c) so 
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import time
 from typing import Callable
@@ -141,7 +142,12 @@ def per_step_us(measures: dict[str, Callable[[int], float]], runs: int, repeats:
     for _ in range(repeats):
         for name, measure in measures.items():
             flush()
-            times[name].append(measure(runs))
+            gc.collect()
+            gc.disable()  # as timeit does: collections would time the heap, not the code
+            try:
+                times[name].append(measure(runs))
+            finally:
+                gc.enable()
     return {name: statistics.median(t) / (runs * STEPS) * 1e6 for name, t in times.items()}
 
 
