@@ -102,3 +102,22 @@ def test_protocol_without_a_collector_is_a_usage_error(tmp_path):
     result = demo("--out", tmp_path / "x.json", "--protocol", N.PROTOCOL_HTTP)
     assert result.returncode == 2
     assert "--protocol needs a collector" in result.stderr
+
+
+def test_spans_exported_counts_what_the_collector_accepted():
+    """The count behind the demo's last line, through the library's own handle."""
+    from tracedagent import Agent, configure
+    from tracedagent.testing import FakeModel
+
+    with GrpcReceiver() as receiver:
+        telemetry = configure(endpoint=receiver.endpoint, metrics=False, set_global=False)
+        Agent(FakeModel(["done"]), [], **telemetry.providers).run("hi")
+        telemetry.shutdown(timeout=5)
+        assert telemetry.spans_exported == len(receiver.spans()) == 3  # run, step, chat
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        nobody = f"http://127.0.0.1:{s.getsockname()[1]}"
+    telemetry = configure(endpoint=nobody, metrics=False, set_global=False, export_timeout=0.5)
+    Agent(FakeModel(["done"]), [], **telemetry.providers).run("hi")
+    telemetry.shutdown(timeout=2)
+    assert telemetry.spans_exported == 0

@@ -91,7 +91,8 @@ class Check:
     service: str
     """The stack's service that answers it: ``collector``, ``jaeger``, ``prometheus`` or ``alertmanager``."""
     probe: Callable[[float], Outcome]
-    """Asks the question, with a timeout in seconds; raises nothing it can describe."""
+    """Asks the question within a timeout in seconds; failures it understands come back as an
+    ``Outcome``, anything else it raises is reported by ``run`` as a failed check."""
     secrets: frozenset[str] = field(default=frozenset(), repr=False)
     """Header values and URL credentials: blanked out of whatever the answer says."""
 
@@ -135,7 +136,7 @@ def _otlp_checks(endpoint: str | None, protocol: str | None) -> list[Check]:
         checks.append(Check(
             name=f"collector {_PROTOCOL_LABEL[target_protocol]} ({', '.join(t.signal for t in group)})",
             url=url, service="collector", probe=functools.partial(probe, group),
-            secrets=frozenset(secret_values(url, group[0].headers))))
+            secrets=frozenset().union(*(secret_values(url, t.headers) for t in group))))
     return checks
 
 
@@ -195,7 +196,7 @@ def table(checks: Sequence[Check], outcomes: Sequence[Outcome]) -> Table:
         details = Text(outcome.detail)
         if not outcome.reachable:
             details.append("\n" + (outcome.hint or check.start_hint), style="yellow")
-        result.add_row(check.name, check.shown_url, status, details)  # Text, never markup: answers may hold "["
+        result.add_row(Text(check.name), Text(check.shown_url), status, details)  # Text, not markup: URLs hold "["
     return result
 
 
