@@ -7,6 +7,8 @@
   ``--runs``/``--concurrency`` turn it into a load generator.
 * ``show FILE`` renders an OTLP/JSON file again.
 * ``traces`` lists recent runs from Jaeger's HTTP API; ``trace ID`` renders one of them.
+* ``doctor`` checks that the collector, Jaeger, Prometheus and Alertmanager answer, and says
+  how to start what does not.
 
 Built on click (one dependency-free library) and rich. Every expected failure - a file
 that is not OTLP, a Jaeger that is not there, a trace that does not exist - becomes a
@@ -24,15 +26,16 @@ from typing import Any, Callable, Sequence
 
 import click
 from opentelemetry import metrics
-from opentelemetry.sdk.environment_variables import OTEL_EXPORTER_OTLP_ENDPOINT
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from . import _doctor
 from . import _names as N
 from ._budget import Stop
+from ._configure import Telemetry, configure, export_target
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from ._loop import Agent
 from ._run import Run
@@ -79,12 +82,20 @@ def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
                         help=f"Jaeger's query service (env {N.ENV_JAEGER_URL}).")(f)
 
 
+def _otlp_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--otlp`` and ``--protocol``: left ``None`` when not given, so that ``configure``
+    resolves them from the standard variables exactly as it does for any application."""
+    f = click.option("--protocol", type=click.Choice([N.PROTOCOL_GRPC, N.PROTOCOL_HTTP]),
+                     help=f"OTLP protocol (default: ${N.ENV_OTLP_PROTOCOL}, else {N.DEFAULT_PROTOCOL}); "
+                          f"the local collector takes gRPC on 4317 and HTTP on 4318.")(f)
+    return click.option("--otlp", "otlp_endpoint", metavar="URL",
+                        help=f"The collector's OTLP endpoint (default: ${N.ENV_OTLP_ENDPOINT}).")(f)
+
+
 @cli.command(short_help="Run scripted agents, one per stop reason; show each run's trace.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Write every span here as OTLP/JSON (Jaeger's UI can upload it).")
-@click.option("--otlp", "otlp_endpoint", metavar="URL",
-              help=f"Also send spans and metrics to this OTLP collector (default: ${OTEL_EXPORTER_OTLP_ENDPOINT}, "
-                   "if set).")
+@_otlp_options
 @_jaeger_option
 @click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
               help="service.name of the spans.")
@@ -101,18 +112,26 @@ def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
               help="USD per 1,000 output tokens, likewise.")
 @click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="FACTOR",
               help="Scale the simulated model and tool latencies; 0 runs without sleeping.")
-def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, only: Sequence[str],
-         list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
+def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url: str, service: str,
+         only: Sequence[str], list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
          price_out: float | None, pace: float) -> None:
-    """Run scripted agents, one per stop reason, and show the trace of each run."""
+    """Run scripted agents, one per stop reason, and show the trace of each run.
+
+    With --otlp URL (or OTEL_EXPORTER_OTLP_ENDPOINT) the spans and metrics also go to that
+    collector, and each run's Jaeger link is printed.
+    """
     chosen = [s for s in SCENARIOS if not only or s.name in only]
     if list_only:
         _console.print(_scenario_list(chosen))
         return
     load_mode = runs is not None
     plan = [chosen[i % len(chosen)] for i in range(len(chosen) if runs is None else runs)]
-    endpoint = otlp_endpoint or os.environ.get(OTEL_EXPORTER_OTLP_ENDPOINT) or None
-    telemetry = _configure(otlp_endpoint, service) if endpoint else None
+    # A collector is used when one is named, by --otlp or by the variables configure() reads.
+    sends = export_target("traces", endpoint=otlp_endpoint, protocol=protocol).endpoint_named
+    if protocol and not sends:
+        raise click.UsageError(f"--protocol needs a collector: give --otlp URL (or set {N.ENV_OTLP_ENDPOINT})")
+    telemetry = configure(service_name=service, endpoint=otlp_endpoint, protocol=protocol,
+                          set_global=False) if sends else None
     if telemetry is not None:
         tracer_provider, meter_provider = telemetry.tracer_provider, telemetry.meter_provider
     else:  # embedded: nothing leaves the process but the file
@@ -132,12 +151,12 @@ def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, on
     started = time.perf_counter()
     try:
         finished = _with_progress(plan, concurrency, make_agent)
+        seconds = time.perf_counter() - started  # the runs alone: not the final flush
     except BaseException:
         writer.discard()
         raise
     finally:
-        flushed = _stop_telemetry(telemetry, tracer_provider)
-    seconds = time.perf_counter() - started
+        _stop_telemetry(telemetry, tracer_provider)
     writer.close()
     if recording.error is not None:
         raise click.ClickException(f"could not record the spans in {out}: {recording.error}")
@@ -154,13 +173,16 @@ def demo(out: Path, otlp_endpoint: str | None, jaeger_url: str, service: str, on
             _console.print(f"  {scenario.name:<20} {jaeger}/trace/{run.trace_id}")
     elif telemetry is not None:
         _console.print(f"In Jaeger: {jaeger}/search?service={service}")
-    sent = ""
-    if telemetry is not None:
-        sent = f" and sent to {endpoint}" + ("" if flushed else " (not all flushed in time)")
+    # Spans the collector accepted, not spans produced: an export that failed shows here.
+    sent = f"; {telemetry.spans_exported} exported to {telemetry.endpoint}" if telemetry is not None else ""
     _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
                    f"{writer.spans} spans written to {out}{sent}")
     if not load_mode:
         _console.print(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
+    if telemetry is not None and telemetry.spans_exported < writer.spans:
+        raise click.ClickException(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
+                                   f"at {telemetry.endpoint} ({telemetry.protocol}); `tracedagent doctor` checks "
+                                   "the endpoints")
 
 
 def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
@@ -173,25 +195,14 @@ def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
     return table
 
 
-def _configure(endpoint: str | None, service: str) -> Any:
-    """Telemetry to a collector, through the library's own ``configure`` (imported lazily:
-    the embedded demo must not need it)."""
-    try:
-        from tracedagent import configure  # type: ignore[attr-defined]
-    except ImportError:
-        raise click.ClickException("sending to a collector needs tracedagent.configure, which this installation "
-                                   "lacks; run without --otlp (and without OTEL_EXPORTER_OTLP_ENDPOINT)") from None
-    return configure(service_name=service, endpoint=endpoint, set_global=False)
-
-
-def _stop_telemetry(telemetry: Any, tracer_provider: TracerProvider) -> bool:
-    """Flush and shut down what the demo started; ``False`` if spans were still pending."""
+def _stop_telemetry(telemetry: Telemetry | None, tracer_provider: TracerProvider) -> None:
+    """Flush and shut down what the demo started (``Telemetry.spans_exported`` then says
+    how much of it the collector accepted)."""
     if telemetry is None:
         tracer_provider.shutdown()
-        return True
-    flushed = bool(telemetry.force_flush(5.0))
+        return
+    telemetry.force_flush(5.0)
     telemetry.shutdown()
-    return flushed
 
 
 def _with_progress(plan: Sequence[Scenario], concurrency: int, make_agent: Callable[[Scenario], Agent]) -> list[Run]:
@@ -297,3 +308,41 @@ def trace_command(trace_id: str, jaeger_url: str) -> None:
     except JaegerError as exc:
         raise click.ClickException(str(exc)) from None
     _print_traces(group_traces(spans), title=f"Trace {trace_id}")
+
+
+# --- doctor ------------------------------------------------------------------------------
+
+@cli.command(short_help="Check that the collector, Jaeger, Prometheus and Alertmanager answer.")
+@_otlp_options
+@click.option("--collector-health", metavar="URL", envvar=N.ENV_COLLECTOR_HEALTH_URL,
+              default=N.DEFAULT_COLLECTOR_HEALTH_URL, show_default=True,
+              help=f"The collector's health_check extension (env {N.ENV_COLLECTOR_HEALTH_URL}).")
+@_jaeger_option
+@click.option("--prometheus", "prometheus_url", metavar="URL", envvar=N.ENV_PROMETHEUS_URL,
+              default=N.DEFAULT_PROMETHEUS_URL, show_default=True, help=f"Prometheus (env {N.ENV_PROMETHEUS_URL}).")
+@click.option("--alertmanager", "alertmanager_url", metavar="URL", envvar=N.ENV_ALERTMANAGER_URL,
+              default=N.DEFAULT_ALERTMANAGER_URL, show_default=True,
+              help=f"Alertmanager (env {N.ENV_ALERTMANAGER_URL}).")
+@click.option("--timeout", type=click.FloatRange(0.1, 60), default=N.DOCTOR_TIMEOUT, show_default=True,
+              metavar="SECONDS", help="How long each check may take (they all run at once).")
+def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: str, jaeger_url: str,
+           prometheus_url: str, alertmanager_url: str, timeout: float) -> None:
+    """Check that every endpoint the telemetry goes to answers; say how to start what does not.
+
+    The OTLP endpoints are the ones `tracedagent.configure()` would export to (from --otlp and
+    --protocol, else OTEL_EXPORTER_OTLP_*); with none named, both local defaults (gRPC 4317,
+    HTTP 4318) are checked. Exit status 0 when everything is reachable, 1 otherwise.
+    """
+    checks = _doctor.plan(otlp=otlp_endpoint, protocol=protocol, collector_health=collector_health,
+                          jaeger=jaeger_url, prometheus=prometheus_url, alertmanager=alertmanager_url)
+    started = time.perf_counter()
+    outcomes = _doctor.run(checks, timeout=timeout)
+    seconds = time.perf_counter() - started
+    _console.print(_doctor.table(checks, outcomes))
+    down = sum(not outcome.reachable for outcome in outcomes)
+    if not down:
+        _console.print(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
+        return
+    _console.print(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
+                   f"{_doctor.START_THE_STACK}; see collector/README.md.")
+    sys.exit(1)

@@ -40,6 +40,7 @@ import os
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
@@ -59,7 +60,8 @@ from opentelemetry.util.re import parse_env_headers
 
 from . import _names as N
 
-__all__ = ["Telemetry", "configure"]
+__all__ = ["ExportTarget", "Telemetry", "configure", "export_target", "metrics_wanted", "secret_values",
+           "without_credentials"]
 
 _log = logging.getLogger("tracedagent")
 
@@ -116,6 +118,12 @@ class Telemetry:
     def providers(self) -> dict[str, Any]:
         """Keyword arguments for ``Agent(...)``."""
         return {"tracer_provider": self.tracer_provider, "meter_provider": self.meter_provider}
+
+    @property
+    def spans_exported(self) -> int:
+        """Spans the collector has accepted so far through tracedagent's own exporter (0 when
+        the application's provider is used): what was delivered, not what was produced."""
+        return sum(e.exported for e in self._exporters if isinstance(e, _SpanExporter))
 
     def force_flush(self, timeout: float = N.DEFAULT_SHUTDOWN_TIMEOUT) -> bool:
         """Export what is pending now; ``False`` if that did not finish within ``timeout`` seconds
@@ -268,8 +276,7 @@ _SETTING_NAMES = ("service_name", "endpoint", "protocol", "headers", "resource_a
 def _build(settings: tuple[Any, ...], *, install: bool) -> Telemetry:
     (service_name, endpoint, protocol, headers, resource_attributes, metrics_on, metric_export_interval,
      export_timeout) = settings
-    if metrics_on is None:
-        metrics_on = os.environ.get(N.ENV_METRICS_EXPORTER, "").strip().lower() != "none"
+    metrics_on = metrics_wanted(metrics_on)
 
     app_tracer = app_meter = None
     if install:
@@ -316,6 +323,13 @@ def _build(settings: tuple[Any, ...], *, install: bool) -> Telemetry:
                      exporters=exporters, settings=settings)
 
 
+def metrics_wanted(metrics: bool | None) -> bool:
+    """The ``metrics`` argument, else on unless ``OTEL_METRICS_EXPORTER=none``."""
+    if metrics is not None:
+        return metrics
+    return os.environ.get(N.ENV_METRICS_EXPORTER, "").strip().lower() != "none"
+
+
 def _installed_providers(metrics_on: bool) -> tuple[trace.TracerProvider | None, metrics.MeterProvider | None]:
     """The global providers the application already installed (``None`` where it did not)."""
     tracer_provider = trace.get_tracer_provider()
@@ -341,44 +355,81 @@ def _resource(service_name: str | None, attributes: Mapping[str, Any]) -> Resour
     return Resource.create(attributes)
 
 
-def _exporter(signal: str, protocol: str | None, endpoint: str | None, headers: Mapping[str, str],
-              export_timeout: float | None, collectors: dict[str, _Collector]) -> tuple[_GuardedExporter, str, str]:
-    """One signal's OTLP exporter, wrapped; also the URL it sends to and its protocol."""
-    protocol_env, endpoint_env, headers_env, timeout_env = _SIGNAL_ENV[signal]
-    protocol = protocol or _protocol_from_env(protocol_env)
-    http = protocol == N.PROTOCOL_HTTP
+@dataclass(frozen=True, kw_only=True)
+class ExportTarget:
+    """Where one signal's OTLP exporter sends, as ``configure()`` resolves it.
+
+    ``configure`` builds its exporters from these, and ``tracedagent doctor`` checks them,
+    so the two can never disagree about where telemetry goes.
+    """
+
+    signal: str
+    """``"traces"`` or ``"metrics"``."""
+    protocol: str
+    """``"grpc"`` or ``"http/protobuf"``."""
+    url: str
+    """Where exports go: for HTTP the full signal URL (``.../v1/traces``). It may carry
+    ``user:password@``; show it only through ``without_credentials``."""
+    sdk_endpoint: str | None
+    """What ``configure`` passes to the SDK exporter: ``None`` when a variable names the
+    endpoint, which the SDK then reads itself."""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """The headers of ``OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS`` (they may hold API keys: never shown)."""
+    endpoint_named: bool
+    """An argument or variable named the endpoint (``False``: tracedagent's default)."""
+    protocol_named: bool
+    """An argument or variable named the protocol (``False``: the default, gRPC)."""
+
+
+def export_target(signal: str, *, endpoint: str | None = None, protocol: str | None = None) -> ExportTarget:
+    """Where ``configure(endpoint=..., protocol=...)`` sends ``signal`` (``"traces"`` or ``"metrics"``):
+    an argument, else the standard variables, else tracedagent's default."""
+    protocol_env, endpoint_env, headers_env, _ = _SIGNAL_ENV[signal]
+    env_protocol = None if protocol else _protocol_from_env(protocol_env)
+    resolved = protocol or env_protocol or N.DEFAULT_PROTOCOL
+    http = resolved == N.PROTOCOL_HTTP
 
     def signal_url(base: str) -> str:
         return f"{base.rstrip('/')}/{_HTTP_PATH[signal]}" if http else base
 
     # What to pass: an argument, else nothing when a variable names the endpoint (the SDK
     # reads it, appending the signal path to a base URL), else tracedagent's default.
-    url: str | None
+    sdk_endpoint: str | None
     if endpoint:
-        url = shown = signal_url(endpoint)
+        sdk_endpoint = url = signal_url(endpoint)
     elif os.environ.get(endpoint_env) or os.environ.get(N.ENV_OTLP_ENDPOINT):
-        url, shown = None, os.environ.get(endpoint_env) or signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
+        sdk_endpoint, url = None, os.environ.get(endpoint_env) or signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
     else:
-        url = shown = signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
+        sdk_endpoint = url = signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
+    headers = parse_env_headers(os.environ.get(headers_env) or os.environ.get(N.ENV_OTLP_HEADERS, ""), liberal=True)
+    return ExportTarget(signal=signal, protocol=resolved, url=url, sdk_endpoint=sdk_endpoint, headers=headers,
+                        endpoint_named=bool(endpoint) or sdk_endpoint is None,
+                        protocol_named=bool(protocol) or env_protocol is not None)
 
-    env_headers = parse_env_headers(os.environ.get(headers_env) or os.environ.get(N.ENV_OTLP_HEADERS, ""),
-                                    liberal=True)
+
+def _exporter(signal: str, protocol: str | None, endpoint: str | None, headers: Mapping[str, str],
+              export_timeout: float | None, collectors: dict[str, _Collector]) -> tuple[_GuardedExporter, str, str]:
+    """One signal's OTLP exporter, wrapped; also the URL it sends to and its protocol."""
+    target = export_target(signal, endpoint=endpoint, protocol=protocol)
     merged_headers: dict[str, str] | None = None
     if headers:  # the gRPC exporter would otherwise drop the variable's headers, not merge them
-        merged_headers = {**env_headers, **{k.lower(): v for k, v in headers.items()}}
+        merged_headers = {**target.headers, **{k.lower(): v for k, v in headers.items()}}
 
+    _, _, _, timeout_env = _SIGNAL_ENV[signal]
     timeout = export_timeout
     if timeout is None and not (os.environ.get(timeout_env) or os.environ.get(N.ENV_OTLP_TIMEOUT)):
         timeout = N.DEFAULT_EXPORT_TIMEOUT
 
-    inner = _sdk_exporter(signal, http, url, merged_headers, timeout)
-    collector = collectors.setdefault(_display(shown), _Collector(_display(shown)))
-    collector.secrets.update(_secrets(shown, merged_headers if merged_headers is not None else env_headers))
+    inner = _sdk_exporter(signal, target.protocol == N.PROTOCOL_HTTP, target.sdk_endpoint, merged_headers, timeout)
+    collector = collectors.setdefault(_display(target.url), _Collector(_display(target.url)))
+    collector.secrets.update(secret_values(target.url, merged_headers if merged_headers is not None else target.headers))
     wrapper: _GuardedExporter = _SpanExporter(inner, collector) if signal == "traces" else _MetricExporter(inner, collector)
-    return wrapper, _without_credentials(shown), protocol
+    return wrapper, without_credentials(target.url), target.protocol
 
 
-def _protocol_from_env(signal_variable: str) -> str:
+def _protocol_from_env(signal_variable: str) -> str | None:
+    """The protocol a variable names (a wrong value is warned about and means the default);
+    ``None`` when neither variable is set."""
     for variable in (signal_variable, N.ENV_OTLP_PROTOCOL):
         value = os.environ.get(variable, "").strip()
         if value:
@@ -387,7 +438,7 @@ def _protocol_from_env(signal_variable: str) -> str:
             _log.warning("tracedagent: %s=%r is not one of %s; using %s", variable, value, _PROTOCOLS,
                          N.DEFAULT_PROTOCOL)
             return N.DEFAULT_PROTOCOL
-    return N.DEFAULT_PROTOCOL
+    return None
 
 
 def _sdk_exporter(signal: str, http: bool, url: str | None, headers: dict[str, str] | None,
@@ -406,7 +457,7 @@ def _sdk_exporter(signal: str, http: bool, url: str | None, headers: dict[str, s
     return GrpcMetrics(endpoint=url, headers=headers, timeout=timeout)
 
 
-def _secrets(url: str, headers: Mapping[str, str]) -> set[str]:
+def secret_values(url: str, headers: Mapping[str, str]) -> set[str]:
     """What an SDK error message must not carry into our log: header values and URL credentials."""
     parts = urlsplit(url if "://" in url else f"http://{url}")
     found = {value for value in headers.values() if len(value) >= 4}
@@ -414,7 +465,7 @@ def _secrets(url: str, headers: Mapping[str, str]) -> set[str]:
     return found
 
 
-def _without_credentials(url: str) -> str:
+def without_credentials(url: str) -> str:
     """``url`` without its ``user:password@``, if it has one."""
     parts = urlsplit(url)
     if not (parts.username or parts.password):
@@ -453,7 +504,8 @@ class _Collector:
         for secret in sorted(self.secrets, key=len, reverse=True):
             reason = reason.replace(secret, "***") if reason else reason
         _log.warning("tracedagent: cannot reach the collector at %s (%s); spans are being dropped; start it "
-                     "with `make stack-up` or `docker compose up -d`", self.where, reason or "export failed")
+                     "with `make stack-up` or `docker compose up -d` (`tracedagent doctor` checks every endpoint)",
+                     self.where, reason or "export failed")
 
     def succeeded(self) -> None:
         with self._lock:
@@ -548,9 +600,15 @@ class _GuardedExporter:
 class _SpanExporter(_GuardedExporter, SpanExporter):
     def __init__(self, inner: SpanExporter, collector: _Collector) -> None:
         self._guard(inner, collector)
+        self.exported = 0
+        """Spans in exports the collector accepted (``Telemetry.spans_exported``)."""
+        self._count_lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         ok = self._send(lambda: self.inner.export(spans) is SpanExportResult.SUCCESS)
+        if ok:
+            with self._count_lock:
+                self.exported += len(spans)
         return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
 
     def shutdown(self) -> None:

@@ -156,4 +156,18 @@ DEFAULT_JAEGER_URL = "http://localhost:16686"
 ENV_JAEGER_URL = "TRACEDAGENT_JAEGER_URL"
 """Overrides ``DEFAULT_JAEGER_URL`` for the command line (``--jaeger`` overrides both)."""
 
+# ``tracedagent doctor``: the rest of the local stack (collector/README.md lists the ports)
+DEFAULT_COLLECTOR_HEALTH_URL = "http://127.0.0.1:13133/"
+"""The collector's ``health_check`` extension."""
+ENV_COLLECTOR_HEALTH_URL = "TRACEDAGENT_COLLECTOR_HEALTH_URL"
+"""Overrides ``DEFAULT_COLLECTOR_HEALTH_URL`` (``--collector-health`` overrides both)."""
+DEFAULT_PROMETHEUS_URL = "http://127.0.0.1:9090"
+ENV_PROMETHEUS_URL = "TRACEDAGENT_PROMETHEUS_URL"
+"""Overrides ``DEFAULT_PROMETHEUS_URL`` (``--prometheus`` overrides both)."""
+DEFAULT_ALERTMANAGER_URL = "http://127.0.0.1:9093"
+ENV_ALERTMANAGER_URL = "TRACEDAGENT_ALERTMANAGER_URL"
+"""Overrides ``DEFAULT_ALERTMANAGER_URL`` (``--alertmanager`` overrides both)."""
+DOCTOR_TIMEOUT = 2.0
+"""Seconds each of ``tracedagent doctor``'s checks may take; they run at once, so this bounds the whole."""
+
 __all__ = sorted(name for name in dir() if name.isupper() and not name.startswith("_"))

@@ -1,0 +1,301 @@
+"""`tracedagent doctor` without the stack: free ports, a hanging socket, real OTLP receivers
+(``otlp_receivers``) and a stub HTTP server on 127.0.0.1 standing in for the other services.
+
+The command is run as a person runs it (a subprocess); the only in-process tests are the
+ones about which endpoints it picks, which must be exactly those ``configure()`` exports to.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from otlp_receivers import GrpcReceiver, HttpReceiver
+from tracedagent import _doctor
+from tracedagent import _names as N
+from tracedagent._configure import configure
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVICES = ("collector health", "Jaeger query API", "Prometheus", "Alertmanager")
+COMPOSE_NAME = {"collector": "otel-collector", "collector health": "otel-collector", "Jaeger query API": "jaeger",
+                "Prometheus": "prometheus", "Alertmanager": "alertmanager"}
+
+
+def doctor(*args: Any, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """``python -m tracedagent doctor ARGS`` with no OTLP or tracedagent variables but ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACEDAGENT_"))}
+    clean.update(COLUMNS="250", **(env or {}))
+    return subprocess.run([sys.executable, "-m", "tracedagent", "doctor", *map(str, args)], cwd=ROOT, env=clean,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def row(output: str, name: str) -> tuple[str, str, str] | None:
+    """(URL, status, details) of the table row whose first cell starts with ``name``."""
+    match = re.search(rf"^│ {re.escape(name)}[^│]*│ (\S+)\s*│ (reachable|unreachable)\s*│ (.*?)\s*│$", output, re.M)
+    return match.groups() if match else None
+
+
+def hint_after(output: str, name: str) -> str:
+    """The details cell of the line after ``name``'s row: where the hint goes."""
+    lines = output.splitlines()
+    index = next(i for i, line in enumerate(lines) if line.startswith(f"│ {name}"))
+    return lines[index + 1].split("│")[4].strip()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stub:
+    """An HTTP server on 127.0.0.1 answering GET paths with fixed bodies; records each request's headers."""
+
+    def __init__(self, routes: dict[str, tuple[int, bytes]]) -> None:
+        self.routes = routes
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                stub.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+                status, body = stub.routes.get(self.path, (404, b"404 page not found"))
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+JAEGER_SERVICES = (200, json.dumps({"data": ["shop", "jaeger"], "total": 2, "errors": None}).encode())
+
+
+@pytest.fixture
+def stub() -> Iterator[Stub]:
+    server = Stub({"/": (200, b'{"status":"Server available"}'), "/api/services": JAEGER_SERVICES,
+                   "/-/ready": (200, b"OK")})
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def hanging() -> Iterator[str]:
+    """A port that accepts connections and never answers (a hung service, or a firewall)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    listener.close()
+    for connection in accepted:
+        connection.close()
+
+
+def everything_at(url: str, *, otlp: str | None = None, health: str | None = None) -> list[str]:
+    return ["--otlp", otlp or url, "--collector-health", health or f"{url}/", "--jaeger", url,
+            "--prometheus", url, "--alertmanager", url]
+
+
+# --- nothing there -----------------------------------------------------------------------
+
+def test_everything_down_exits_1_and_says_how_to_start_each_service():
+    down = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    result = doctor(*everything_at(down))
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    for name in ("collector OTLP gRPC (traces, metrics)", *SERVICES):
+        found = row(result.stdout, name)
+        assert found, (name, result.stdout)
+        assert found[1] == "unreachable" and found[2] == "connection refused", found
+        compose = COMPOSE_NAME.get(name, "otel-collector")
+        assert hint_after(result.stdout, name) == \
+            f"start it: `make stack-up` (no Docker) or `docker compose up -d {compose}`"
+    assert "5 of 5 endpoints unreachable" in result.stdout
+    assert "`make stack-up` (no Docker) or `docker compose up -d`" in result.stdout
+    assert elapsed < 10, f"doctor took {elapsed:.1f} s with every port refusing"
+
+
+def test_hung_services_cost_one_timeout_in_all_not_one_each(hanging):
+    started = time.monotonic()
+    result = doctor(*everything_at(hanging), "--protocol", N.PROTOCOL_HTTP, "--timeout", 1)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 1
+    names = ["collector OTLP/HTTP (traces)", "collector OTLP/HTTP (metrics)", *SERVICES]
+    for name in names:
+        assert row(result.stdout, name)[1:] == ("unreachable", "no answer within 1 s"), result.stdout
+    # Six checks of 1 s each, one after the other, would take 6 s; at once, about 1 s (plus Python's start).
+    assert elapsed < 1 + 2.5, f"{len(names)} hung checks took {elapsed:.1f} s"
+
+
+# --- some or all there -------------------------------------------------------------------
+
+def test_a_stub_answering_some_endpoints_shows_those_reachable(stub):
+    down = f"http://127.0.0.1:{free_port()}"
+    result = doctor("--otlp", down, "--collector-health", f"{stub.url}/", "--jaeger", stub.url,
+                    "--prometheus", stub.url, "--alertmanager", down)
+    assert result.returncode == 1, result.stdout
+    assert row(result.stdout, "collector health")[:2] == (f"{stub.url}/", "reachable")
+    assert row(result.stdout, "Jaeger query API")[:2] == (f"{stub.url}/api/services", "reachable")
+    assert "2 services with traces" in row(result.stdout, "Jaeger query API")[2]
+    assert row(result.stdout, "Prometheus")[:2] == (f"{stub.url}/-/ready", "reachable")
+    assert row(result.stdout, "Alertmanager")[1] == "unreachable"
+    assert row(result.stdout, "collector OTLP gRPC")[1] == "unreachable"
+    assert "2 of 5 endpoints unreachable" in result.stdout
+    assert {path for path, _ in stub.requests} == {"/", "/api/services", "/-/ready"}
+
+
+def test_everything_reachable_exits_0_over_grpc(stub):
+    with GrpcReceiver() as receiver:
+        result = doctor(*everything_at(stub.url, otlp=receiver.endpoint))
+        assert {r.path for r in receiver.requests} == {"/v1/traces", "/v1/metrics"}, "asked the trace and metrics services"
+        assert all(not r.message.ListFields() for r in receiver.requests), "the export requests are empty"
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert row(result.stdout, "collector OTLP gRPC (traces, metrics)")[:2] == (receiver.endpoint, "reachable")
+    assert "All 5 endpoints are reachable" in result.stdout
+
+
+def test_everything_reachable_exits_0_over_http(stub):
+    with HttpReceiver() as receiver:
+        result = doctor(*everything_at(stub.url, otlp=receiver.endpoint), "--protocol", N.PROTOCOL_HTTP)
+        assert sorted(r.path for r in receiver.requests) == ["/v1/metrics", "/v1/traces"]
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert row(result.stdout, "collector OTLP/HTTP (traces)")[:2] == (f"{receiver.endpoint}/v1/traces", "reachable")
+    assert row(result.stdout, "collector OTLP/HTTP (metrics)")[:2] == (f"{receiver.endpoint}/v1/metrics", "reachable")
+    assert "All 6 endpoints are reachable" in result.stdout
+
+
+def test_a_wrong_protocol_is_named_as_such(stub):
+    with HttpReceiver() as http_receiver, GrpcReceiver() as grpc_receiver:
+        grpc_at_http = doctor(*everything_at(stub.url, otlp=http_receiver.endpoint))
+        http_at_grpc = doctor(*everything_at(stub.url, otlp=grpc_receiver.endpoint), "--protocol", N.PROTOCOL_HTTP)
+    assert grpc_at_http.returncode == http_at_grpc.returncode == 1
+    assert row(grpc_at_http.stdout, "collector OTLP gRPC")[1:] == ("unreachable", "answers HTTP/1.x, not gRPC")
+    assert "use --protocol http/protobuf" in hint_after(grpc_at_http.stdout, "collector OTLP gRPC")
+    assert row(http_at_grpc.stdout, "collector OTLP/HTTP (traces)")[1:] == \
+        ("unreachable", "closed the connection without an HTTP answer")
+    assert "use --protocol grpc" in hint_after(http_at_grpc.stdout, "collector OTLP/HTTP (traces)")
+
+
+def test_something_else_on_a_port_is_not_taken_for_the_service(stub):
+    stub.routes["/api/services"] = (200, b"<html>Grafana</html>")
+    result = doctor(*everything_at(stub.url, otlp=f"http://127.0.0.1:{free_port()}"), "--prometheus",
+                    f"{stub.url}/prometheus")
+    assert row(result.stdout, "Jaeger query API")[1:] == ("unreachable", "HTTP 200, but not Jaeger's JSON")
+    assert row(result.stdout, "Prometheus")[1:] == ("unreachable", "HTTP 404")
+    assert "not as Prometheus would" in hint_after(result.stdout, "Prometheus")
+
+
+def test_urls_come_from_the_tracedagent_variables(stub):
+    env = {N.ENV_COLLECTOR_HEALTH_URL: f"{stub.url}/", N.ENV_JAEGER_URL: stub.url, N.ENV_PROMETHEUS_URL: stub.url,
+           N.ENV_ALERTMANAGER_URL: stub.url}
+    result = doctor("--otlp", f"http://127.0.0.1:{free_port()}", env=env)
+    for name in SERVICES:
+        assert row(result.stdout, name)[1] == "reachable", (name, result.stdout)
+
+
+# --- secrets -------------------------------------------------------------------------------
+
+def test_headers_and_url_credentials_are_sent_but_never_shown(stub):
+    token, password = "s3cret-t0ken-value", "pa55-w0rd-value"
+    with HttpReceiver() as receiver:
+        result = doctor(*everything_at(stub.url, otlp=receiver.endpoint), "--protocol", N.PROTOCOL_HTTP,
+                        "--jaeger", stub.url.replace("http://", f"http://reader:{password}@"),
+                        env={N.ENV_OTLP_HEADERS: f"authorization=Bearer {token}"})
+        assert all(h.get("authorization") == f"Bearer {token}" for h in receiver.headers()), "configure's headers go along"
+    assert result.returncode == 0, result.stdout
+    jaeger_headers = next(headers for path, headers in stub.requests if path == "/api/services")
+    assert jaeger_headers["authorization"].startswith("Basic ")
+    assert token not in result.stdout + result.stderr and password not in result.stdout + result.stderr
+    assert row(result.stdout, "Jaeger query API")[0] == f"{stub.url}/api/services"
+
+
+def test_whatever_a_check_reports_has_the_secrets_blanked():
+    secret = "hunter2-hunter2"
+    check = _doctor.Check(name="x", url=f"http://user:{secret}@127.0.0.1:1/", service="jaeger",
+                          secrets=frozenset({secret}),
+                          probe=lambda timeout: _doctor.Outcome(reachable=False, detail=f"bad password {secret}",
+                                                                hint=f"not {secret}"))
+    (outcome,) = _doctor.run([check], timeout=1)
+    assert outcome.detail == "bad password ***" and outcome.hint == "not ***"
+    assert secret not in check.shown_url and repr(check).count(secret) == 1  # the URL field; secrets has repr=False
+
+
+# --- which OTLP endpoints: the ones configure() exports to ------------------------------------
+
+OTLP_VARIABLES = [N.ENV_OTLP_ENDPOINT, N.ENV_OTLP_TRACES_ENDPOINT, N.ENV_OTLP_METRICS_ENDPOINT, N.ENV_OTLP_PROTOCOL,
+                  N.ENV_OTLP_TRACES_PROTOCOL, N.ENV_OTLP_METRICS_PROTOCOL, N.ENV_METRICS_EXPORTER]
+
+
+def otlp_rows(**arguments: Any) -> list[tuple[str, str]]:
+    checks = _doctor.plan(otlp=arguments.get("endpoint"), protocol=arguments.get("protocol"),
+                          collector_health="http://h", jaeger="http://j", prometheus="http://p", alertmanager="http://a")
+    return [(c.name, c.url) for c in checks if " OTLP" in c.name]
+
+
+def exports_to(**arguments: Any) -> str:
+    telemetry = configure(set_global=False, metrics=False, **arguments)
+    try:
+        return telemetry.endpoint
+    finally:
+        telemetry.shutdown(timeout=1)
+
+
+@pytest.mark.parametrize("variables, arguments, expected", [
+    ({}, {}, [("collector OTLP gRPC (traces, metrics)", N.DEFAULT_GRPC_ENDPOINT),
+              ("collector OTLP/HTTP (traces)", f"{N.DEFAULT_HTTP_ENDPOINT}/v1/traces"),
+              ("collector OTLP/HTTP (metrics)", f"{N.DEFAULT_HTTP_ENDPOINT}/v1/metrics")]),
+    ({N.ENV_OTLP_PROTOCOL: N.PROTOCOL_HTTP}, {},
+     [("collector OTLP/HTTP (traces)", f"{N.DEFAULT_HTTP_ENDPOINT}/v1/traces"),
+      ("collector OTLP/HTTP (metrics)", f"{N.DEFAULT_HTTP_ENDPOINT}/v1/metrics")]),
+    ({N.ENV_OTLP_ENDPOINT: "http://collector.internal:4317"}, {},
+     [("collector OTLP gRPC (traces, metrics)", "http://collector.internal:4317")]),
+    ({N.ENV_OTLP_ENDPOINT: "http://collector.internal:4317", N.ENV_METRICS_EXPORTER: "none"}, {},
+     [("collector OTLP gRPC (traces)", "http://collector.internal:4317")]),
+    ({N.ENV_OTLP_TRACES_ENDPOINT: "https://traces.example/v1/traces", N.ENV_OTLP_PROTOCOL: N.PROTOCOL_HTTP}, {},
+     [("collector OTLP/HTTP (traces)", "https://traces.example/v1/traces"),
+      ("collector OTLP/HTTP (metrics)", f"{N.DEFAULT_HTTP_ENDPOINT}/v1/metrics")]),
+    ({N.ENV_OTLP_ENDPOINT: "http://ignored:4317"}, {"endpoint": "http://10.0.0.5:4318", "protocol": N.PROTOCOL_HTTP},
+     [("collector OTLP/HTTP (traces)", "http://10.0.0.5:4318/v1/traces"),
+      ("collector OTLP/HTTP (metrics)", "http://10.0.0.5:4318/v1/metrics")]),
+])
+def test_doctor_checks_where_configure_exports(monkeypatch, variables, arguments, expected):
+    for name in OTLP_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert otlp_rows(**arguments) == expected
+    assert exports_to(**arguments) in [url for _, url in expected], "configure sends its spans to a checked URL"
