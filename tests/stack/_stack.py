@@ -96,10 +96,13 @@ def kill(service: str) -> None:
 
     Only the checkout that ran ``make stack-up`` holds the pid files, and only it may restart
     the stack (with its own data directory); from another worktree sharing that stack the
-    test is skipped rather than failing on a missing file. CI starts the stack from its checkout.
+    test is skipped rather than failing on a missing file - except under ``make test`` (and
+    so CI), which starts the stack from its own checkout: there a missing pid file fails.
     """
     pid_file = ROOT / ".stack" / "run" / f"{service}.pid"
     if not pid_file.exists():
+        if os.environ.get("TRACEDAGENT_REQUIRE_STACK"):
+            raise AssertionError(f"{pid_file} is missing: was the stack started by `make stack-up` here?")
         pytest.skip(f"the running stack was not started from this checkout ({pid_file} is missing); killing and "
                     f"restarting {service} is left to the checkout that ran `make stack-up`")
     pid = int(pid_file.read_text().strip())
