@@ -1,4 +1,4 @@
-"""A scripted HTTP server on 127.0.0.1 that plays a model provider's wire format.
+"""Scripted HTTP servers on 127.0.0.1: a model provider's wire format, or fixed pages by path.
 
 The model adapters are tested through the real ``openai`` and ``anthropic`` SDKs, so
 what is faked is only the far end of the socket: each request gets the next scripted
@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 from contextlib import contextmanager
 
-__all__ = ["Reply", "Recorded", "FakeServer", "serve", "json_reply"]
+__all__ = ["Reply", "Recorded", "FakeServer", "RoutedServer", "serve", "json_reply"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,10 +47,33 @@ class Recorded:
 
     method: str
     path: str
+    """The request path; for ``RoutedServer`` without the query string."""
     headers: dict[str, str]
     """Header names in lowercase."""
-    body: Any
+    body: Any = None
     """The decoded JSON body, or the raw text when it was not JSON."""
+    query: str = ""
+    """The query string (``RoutedServer`` only)."""
+
+
+def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+    if reply.delay:
+        time.sleep(reply.delay)
+    try:
+        handler.send_response(reply.status)
+        for name, value in reply.headers.items():
+            handler.send_header(name, value)
+        handler.send_header("content-length", str(len(reply.body)))
+        handler.end_headers()
+        handler.wfile.write(reply.body)
+    except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+        pass
+
+
+def _listen(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    return httpd, threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
 
 class FakeServer:
@@ -73,28 +96,14 @@ class FakeServer:
                     body: Any = json.loads(raw)
                 except ValueError:
                     body = raw
-                reply = server._next(Recorded(method="POST", path=self.path, body=body,
-                                              headers={k.lower(): v for k, v in self.headers.items()}))
-                if reply.delay:
-                    time.sleep(reply.delay)
-                try:
-                    self.send_response(reply.status)
-                    for name, value in reply.headers.items():
-                        self.send_header(name, value)
-                    self.send_header("content-length", str(len(reply.body)))
-                    self.end_headers()
-                    self.wfile.write(reply.body)
-                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
-                    pass
+                _send(self, server._next(Recorded(method="POST", path=self.path, body=body,
+                                                  headers={k.lower(): v for k, v in self.headers.items()})))
 
             def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd, self._thread = _listen(Handler)
         self.port: int = self._httpd.server_address[1]
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
 
     def _next(self, request: Recorded) -> Reply:
         with self._lock:
@@ -128,3 +137,37 @@ def serve(*script: Reply) -> Iterator[FakeServer]:
         yield server
     finally:
         server.stop()
+
+
+class RoutedServer:
+    """Answers GET requests by path (the query string aside) with a fixed ``Reply``, 404
+    otherwise, recording each request: a stand-in for Jaeger's or Prometheus' HTTP API."""
+
+    def __init__(self, routes: dict[str, Reply] | None = None) -> None:
+        self.routes: dict[str, Reply] = dict(routes or {})
+        self.requests: list[Recorded] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+                path, _, query = self.path.partition("?")
+                server.requests.append(Recorded(method="GET", path=path, query=query,
+                                                headers={k.lower(): v for k, v in self.headers.items()}))
+                _send(self, server.routes.get(path, Reply(status=404, body=b"404 page not found",
+                                                          headers={"content-type": "text/plain"})))
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._httpd, thread = _listen(Handler)
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        thread.start()
+
+    def answer(self, path: str, body: Any, *, status: int = 200, content_type: str = "application/json") -> None:
+        """Serve ``body`` (JSON-encoded unless bytes) at ``path`` from now on."""
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.routes[path] = Reply(status=status, body=raw, headers={"content-type": content_type})
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()

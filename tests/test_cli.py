@@ -10,14 +10,12 @@ against Jaeger's real conversion, and the OTLP file against Jaeger's real parser
 from __future__ import annotations
 
 import base64
-import http.server
 import json
 import os
 import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 from collections import Counter
@@ -30,6 +28,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from _fake_servers import RoutedServer
 from tracedagent import Stop
 from tracedagent import _names as N
 from tracedagent._demo import SCENARIOS, build_agent
@@ -298,43 +297,9 @@ def test_show_reads_json_lines_and_base64_ids(tmp_path):
 
 # --- traces / trace against an HTTP server shaped like Jaeger ------------------------
 
-class FakeJaeger:
-    """A local HTTP server answering fixed bodies per path, recording each request."""
-
-    def __init__(self) -> None:
-        self.routes: dict[str, tuple[int, str, bytes]] = {}
-        self.requests: list[urllib.parse.SplitResult] = []
-        fake = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                url = urllib.parse.urlsplit(self.path)
-                fake.requests.append(url)
-                status, content_type, body = fake.routes.get(url.path, (404, "text/plain", b"404 page not found"))
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def answer(self, path: str, body: Any, *, status: int = 200, content_type: str = "application/json") -> None:
-        self.routes[path] = (status, content_type, body if isinstance(body, bytes) else json.dumps(body).encode())
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def jaeger():
-    server = FakeJaeger()
+    server = RoutedServer()
     yield server
     server.close()
 

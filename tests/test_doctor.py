@@ -7,7 +7,6 @@ ones about which endpoints it picks, which must be exactly those ``configure()``
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from _fake_servers import Reply, RoutedServer
 from otlp_receivers import GrpcReceiver, HttpReceiver
 from tracedagent import _doctor
 from tracedagent import _names as N
@@ -59,42 +59,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Stub:
-    """An HTTP server on 127.0.0.1 answering GET paths with fixed bodies; records each request's headers."""
-
-    def __init__(self, routes: dict[str, tuple[int, bytes]]) -> None:
-        self.routes = routes
-        self.requests: list[tuple[str, dict[str, str]]] = []
-        stub = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
-                stub.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
-                status, body = stub.routes.get(self.path, (404, b"404 page not found"))
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-JAEGER_SERVICES = (200, json.dumps({"data": ["shop", "jaeger"], "total": 2, "errors": None}).encode())
+JAEGER_SERVICES = Reply(body=json.dumps({"data": ["shop", "jaeger"], "total": 2, "errors": None}).encode())
 
 
 @pytest.fixture
-def stub() -> Iterator[Stub]:
-    server = Stub({"/": (200, b'{"status":"Server available"}'), "/api/services": JAEGER_SERVICES,
-                   "/-/ready": (200, b"OK")})
+def stub() -> Iterator[RoutedServer]:
+    server = RoutedServer({"/": Reply(body=b'{"status":"Server available"}'), "/api/services": JAEGER_SERVICES,
+                           "/-/ready": Reply(body=b"OK")})
     yield server
     server.close()
 
@@ -175,7 +146,7 @@ def test_a_stub_answering_some_endpoints_shows_those_reachable(stub):
     assert row(result.stdout, "Alertmanager")[1] == "unreachable"
     assert row(result.stdout, "collector OTLP gRPC")[1] == "unreachable"
     assert "2 of 5 endpoints unreachable" in result.stdout
-    assert {path for path, _ in stub.requests} == {"/", "/api/services", "/-/ready"}
+    assert {r.path for r in stub.requests} == {"/", "/api/services", "/-/ready"}
 
 
 def test_everything_reachable_exits_0_over_grpc(stub):
@@ -211,7 +182,7 @@ def test_a_wrong_protocol_is_named_as_such(stub):
 
 
 def test_something_else_on_a_port_is_not_taken_for_the_service(stub):
-    stub.routes["/api/services"] = (200, b"<html>Grafana</html>")
+    stub.routes["/api/services"] = Reply(body=b"<html>Grafana</html>")
     result = doctor(*everything_at(stub.url, otlp=f"http://127.0.0.1:{free_port()}"), "--prometheus",
                     f"{stub.url}/prometheus")
     assert row(result.stdout, "Jaeger query API")[1:] == ("unreachable", "HTTP 200, but not Jaeger's JSON")
@@ -237,7 +208,7 @@ def test_headers_and_url_credentials_are_sent_but_never_shown(stub):
                         env={N.ENV_OTLP_HEADERS: f"authorization=Bearer {token}"})
         assert all(h.get("authorization") == f"Bearer {token}" for h in receiver.headers()), "configure's headers go along"
     assert result.returncode == 0, result.stdout
-    jaeger_headers = next(headers for path, headers in stub.requests if path == "/api/services")
+    jaeger_headers = next(r.headers for r in stub.requests if r.path == "/api/services")
     assert jaeger_headers["authorization"].startswith("Basic ")
     assert token not in result.stdout + result.stderr and password not in result.stdout + result.stderr
     assert row(result.stdout, "Jaeger query API")[0] == f"{stub.url}/api/services"
