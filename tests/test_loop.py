@@ -180,10 +180,13 @@ def test_exhausted_fake_script_is_a_model_error():
     assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, ScriptExhausted)
 
 
-def test_every_stop_reason_is_reachable():
-    assert {s.value for s in Stop} == {
-        "answered", "step_budget_exhausted", "token_budget_exhausted", "cost_budget_exhausted",
-        "repeated_identical_call", "fatal_tool_error", "no_progress", "model_error"}
+def test_every_stop_reason_has_a_scenario_that_reaches_it():
+    from scenarios import SCENARIOS
+
+    assert set(SCENARIOS) == set(Stop)
+    for stop, (script, budget, _) in SCENARIOS.items():
+        assert Agent(FakeModel(script()), registry(search_help), budget=budget).run("go").stop is not None
+        assert stop.value == str(stop.value)  # str-valued: what spans and metric labels carry
 
 
 # --- messages sent to the model ----------------------------------------------------------
@@ -244,7 +247,7 @@ def no_refunds(call: ToolCall) -> str | None:
     (ToolCall("1", "search_help", {"q": 3}), ToolOutcome.INVALID_ARGUMENTS, "'q' must be string"),
     (ToolCall("1", "search_help", {"q": "x", "z": 1}), ToolOutcome.INVALID_ARGUMENTS, "unexpected argument 'z'"),
     (ToolCall("1", "delete_everything", {}), ToolOutcome.UNKNOWN_TOOL, "unknown tool 'delete_everything'"),
-    (ToolCall("1", "broken", {}), ToolOutcome.ERROR, "ZeroDivisionError"),
+    (ToolCall("1", "broken", {}), ToolOutcome.ERROR, "Error: broken failed (ZeroDivisionError)"),
     (ToolCall("1", "not_found", {}), ToolOutcome.ERROR, "Error: no such order"),
     (ToolCall("1", "charge_card", {"amount": 1}), ToolOutcome.FATAL, "payment credentials revoked"),
 ])
@@ -313,3 +316,43 @@ def test_budget_rejects_nonsense():
         Budget(max_steps=0)
     with pytest.raises(ValueError):
         Budget(price_per_1k_input=-1)
+
+
+def test_an_unexpected_tool_exception_shows_the_model_only_its_class():
+    def connect() -> str:
+        """Opens a connection."""
+        raise ConnectionError("postgres://admin:hunter2@db.internal/prod refused")
+
+    result = registry(connect).dispatch(ToolCall("1", "connect", {}))
+    assert result.outcome is ToolOutcome.ERROR and result.error_type == "ConnectionError"
+    assert "hunter2" not in result.content
+
+
+def test_a_tool_result_json_cannot_hold_is_still_text():
+    def odd() -> dict:
+        """Returns a mapping with tuple keys."""
+        return {(1, 2): "x"}
+
+    result = registry(odd).dispatch(ToolCall("1", "odd", {}))
+    assert result.ok and result.content == "{(1, 2): 'x'}"
+
+
+def test_async_tools_are_refused_at_definition():
+    async def fetch(url: str) -> str:
+        """Fetch a page."""
+        return url
+
+    with pytest.raises(TypeError, match="fetch is async"):
+        tool(fetch)
+
+
+def test_a_policy_returning_neither_none_nor_a_reason_fails_closed():
+    result = registry(refund, policy=lambda call: False).dispatch(
+        ToolCall("1", "refund", {"order_id": "A", "amount": 1}))
+    assert result.outcome is ToolOutcome.DENIED and "returned bool" in result.content
+
+
+def test_fake_model_keeps_provider_data():
+    turn = Completion(text="hi", provider_data={"anthropic": {"thinking": [{"type": "thinking"}]}})
+    run = Agent(FakeModel([turn])).run("go")
+    assert run.messages[-1]["provider_data"] == {"anthropic": {"thinking": [{"type": "thinking"}]}}

@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from scenarios import SCENARIOS, TOOLS
-from tracedagent import Agent, Completion, Stop, ToolCall
+from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, _telemetry
 from tracedagent.testing import (FakeModel, Recorder, assert_never_executed, assert_requested, assert_span_tree,
                                  assert_stop, tool_call)
 
@@ -113,7 +113,8 @@ def test_every_dispatched_call_gets_a_tool_span(rec, call, outcome, error_type):
     Agent(FakeModel([_turn(call), "done"]), TOOLS, **rec.providers).run("go")
     [view] = rec.runs()
     [span] = view.tool_spans
-    assert span.name == f"execute_tool {call.name}"
+    known = call.name in TOOLS
+    assert span.name == f"execute_tool {call.name if known else '_OTHER'}", "invented names never name spans"
     a = span.attributes
     assert a["gen_ai.operation.name"] == "execute_tool" and a["gen_ai.tool.name"] == call.name
     assert a["gen_ai.tool.call.id"] == "c1" and a["gen_ai.tool.type"] == "function"
@@ -168,6 +169,60 @@ def test_unknown_tool_names_do_not_become_metric_labels(rec):
     assert rec.metric("tracedagent.tool.calls", **{"gen_ai.tool.name": "_OTHER"}) == 1
     [span] = rec.runs()[0].tool_spans
     assert len(span.attributes["gen_ai.tool.name"]) <= 128, "model-chosen names are bounded"
+
+
+def test_an_invented_name_the_policy_denies_is_not_a_label_either(rec):
+    deny_all = Registry([search_help_tool()], policy=lambda call: "no tools today")
+    Agent(FakeModel([tool_call("invented_1", {}), tool_call("invented_2", {}), "ok"]), deny_all,
+          **rec.providers).run("go")
+    assert rec.metric("tracedagent.tool.calls", outcome="denied") == 2
+    assert rec.metric("tracedagent.tool.calls", **{"gen_ai.tool.name": "_OTHER"}) == 2
+    assert {s.name for s in rec.runs()[0].tool_spans} == {"execute_tool _OTHER"}
+
+
+def search_help_tool():
+    from scenarios import search_help
+    return search_help
+
+
+def test_a_long_invented_name_does_not_bloat_the_run_status(rec):
+    name = "y" * 5000
+    run = Agent(FakeModel([tool_call(name, {"q": 1})] * 5), TOOLS, budget=Budget(repeat_limit=1),
+                **rec.providers).run("go")
+    assert run.stop is Stop.REPEATED_CALL
+    assert len(run.output) < 300
+    assert len(rec.runs()[0].span.status.description) <= 1024
+
+
+class RaisingRegistry(Registry):
+    def dispatch(self, call):
+        raise RuntimeError("registry bug")
+
+
+def test_a_registry_that_raises_still_ends_its_tool_span(rec):
+    with pytest.raises(RuntimeError):
+        Agent(FakeModel([tool_call("search_help", {"q": "a"}), "done"]), RaisingRegistry([search_help_tool()]),
+              **rec.providers).run("go")
+    [tool_span] = [s for s in rec.spans() if s.name.startswith("execute_tool")]
+    assert tool_span.status.status_code is StatusCode.ERROR and tool_span.attributes["error.type"] == "RuntimeError"
+    [run_span] = [s for s in rec.spans() if s.name.startswith("invoke_agent")]
+    assert run_span.status.status_code is StatusCode.ERROR
+
+
+class WrongModel:
+    def __init__(self, answer):
+        self.answer = answer
+
+    def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        return self.answer
+
+
+@pytest.mark.parametrize("answer", [None, {"text": "hi"}, Completion(text="hi", usage=None)])
+def test_a_model_returning_the_wrong_thing_is_a_model_error(rec, answer):
+    run = Agent(WrongModel(answer), TOOLS, **rec.providers).run("go")
+    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, TypeError)
+    [chat] = rec.runs()[0].chat_spans
+    assert chat.attributes["error.type"] == "TypeError"
 
 
 SECRET = "sk-live-SECRET-4242"
@@ -262,8 +317,13 @@ def reference_run():
 def test_broken_telemetry_never_changes_the_run(make_providers, caplog):
     expected = reference_run()
     script = [tool_call("search_help", {"q": "a"}, id="x1"), tool_call("refund", {"order_id": "1"}, id="x2"), "done"]
+    _telemetry._reported.clear()
     with caplog.at_level(logging.WARNING):
         run = Agent(FakeModel(script), TOOLS, **make_providers()).run("go")
+    # Reported, not silently swallowed: by tracedagent's guard, or by the SDK's own processor,
+    # which catches an exporter's exception itself.
+    assert any(r.levelno >= logging.WARNING and r.name.startswith(("tracedagent", "opentelemetry"))
+               for r in caplog.records)
     assert (run.stop, run.output, run.messages, run.requested_tools(), run.trajectory()) == (
         expected.stop, expected.output, expected.messages, expected.requested_tools(), expected.trajectory())
 
@@ -275,7 +335,6 @@ def _provider_with(processor) -> TracerProvider:
 
 
 def test_a_telemetry_failure_is_logged_once_not_per_span(caplog):
-    from tracedagent import _telemetry
     _telemetry._reported.clear()
     provider = _provider_with(ExplodingProcessor(FailingExporter()))
     with caplog.at_level(logging.WARNING, logger="tracedagent"):

@@ -13,7 +13,8 @@ from typing import Any, Callable, Iterable, Sequence
 from opentelemetry import metrics, trace
 
 from ._budget import Budget, Stop
-from ._records import Completion, Message, Model, ToolCall, ToolOutcome
+from ._names import MAX_NAME_LENGTH
+from ._records import Completion, Message, Model, ToolCall, ToolOutcome, error_type
 from ._run import Run, Step
 from ._telemetry import AgentTelemetry
 from ._tools import Registry, Tool
@@ -102,7 +103,10 @@ def initial_messages(system_prompt: str | None, history: Sequence[Message] | Non
 
 def _stable(arguments: Any) -> str:
     """Argument identity for the repeat check: key order does not make a call new."""
-    return json.dumps(arguments, sort_keys=True, default=str)
+    try:
+        return json.dumps(arguments, sort_keys=True, default=str)
+    except (TypeError, ValueError):  # keys JSON cannot sort (a custom model's tuples): as written
+        return repr(arguments)
 
 
 class RunState:
@@ -167,6 +171,7 @@ class RunState:
             return f"Stopped: reached the {b.max_steps}-step limit without an answer."
         if stop is Stop.REPEATED_CALL:
             name, times = detail
+            name = name if len(name) <= MAX_NAME_LENGTH else name[:MAX_NAME_LENGTH] + "..."  # the model chose it
             return f"Stopped: repeated the same {name} call {times} times without progress."
         if stop is Stop.TOOL_FATAL:
             return "Stopped: the run hit an unrecoverable tool error."
@@ -178,5 +183,5 @@ class RunState:
         if stop is Stop.NO_PROGRESS:
             return f"Stopped: {self._steps_without_progress} steps in a row without a successful tool call."
         if stop is Stop.MODEL_ERROR:
-            return f"Stopped: the model call failed ({type(error).__name__})."
+            return f"Stopped: the model call failed ({error_type(error)})."
         raise AssertionError(f"no explanation for {stop!r}")  # pragma: no cover - Stop is closed

@@ -43,9 +43,7 @@ GEN_AI_TOKEN_TYPE = _gen_ai.GEN_AI_TOKEN_TYPE
 GEN_AI_TOOL_NAME = _gen_ai.GEN_AI_TOOL_NAME
 GEN_AI_TOOL_CALL_ID = _gen_ai.GEN_AI_TOOL_CALL_ID
 GEN_AI_TOOL_TYPE = _gen_ai.GEN_AI_TOOL_TYPE
-GEN_AI_TOOL_DESCRIPTION = _gen_ai.GEN_AI_TOOL_DESCRIPTION
 # Content attributes: only ever set when the user opted in to content capture.
-GEN_AI_SYSTEM_INSTRUCTIONS = _gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS
 GEN_AI_INPUT_MESSAGES = _gen_ai.GEN_AI_INPUT_MESSAGES
 GEN_AI_OUTPUT_MESSAGES = _gen_ai.GEN_AI_OUTPUT_MESSAGES
 GEN_AI_TOOL_CALL_ARGUMENTS = _gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
@@ -74,7 +72,6 @@ STEP_INDEX = "tracedagent.step.index"
 STEP_INPUT_TOKENS = "tracedagent.step.input_tokens"
 STEP_OUTPUT_TOKENS = "tracedagent.step.output_tokens"
 TOOL_OUTCOME = "tracedagent.tool.outcome"
-TOOL_DENIED_REASON = "tracedagent.tool.denied_reason"
 
 STOP_EVENT = "tracedagent.stop"
 """Event on the step span inside which the run stopped (any reason but ``answered``)."""
@@ -149,6 +146,8 @@ MAX_NAME_LENGTH = 128
 """Model-chosen strings (tool names, call ids) are truncated to this length in telemetry."""
 MAX_LIST_ITEMS = 256
 """Tool-name arrays on spans keep at most this many entries."""
+MAX_DESCRIPTION_LENGTH = 1024
+"""A span status description (a stopped run's output sentence) is truncated to this length."""
 
 # --- Command line ------------------------------------------------------------------
 DEFAULT_JAEGER_URL = "http://localhost:16686"

@@ -6,7 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-__all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message"]
+__all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message", "error_type",
+           "check_completion"]
 
 Message = dict[str, Any]
 """One conversation turn in the loop's provider-neutral shape.
@@ -15,6 +16,12 @@ Message = dict[str, Any]
 may add ``"tool_calls": [{"id", "name", "arguments"}]`` and ``"provider_data"``, a tool turn adds
 ``"tool_call_id"`` and ``"name"``. Model adapters translate it to their API's format.
 """
+
+
+def error_type(exc: BaseException) -> str:
+    """The ``error.type`` of an exception everywhere tracedagent records one: its class name
+    (never its message, which can echo request content or credentials)."""
+    return type(exc).__qualname__
 
 
 @dataclass(frozen=True)
@@ -143,3 +150,13 @@ class Model(Protocol):
         max_output_tokens: int | None = None,
         temperature: float | None = None,
     ) -> Completion: ...
+
+
+def check_completion(completion: Any) -> Completion:
+    """A model's answer, checked at the call: anything but a ``Completion`` with a ``Usage``
+    is the model's failure (``Stop.MODEL_ERROR``), not a crash later in the loop."""
+    if not isinstance(completion, Completion):
+        raise TypeError(f"the model returned {type(completion).__name__}, not a Completion")
+    if not isinstance(completion.usage, Usage):
+        raise TypeError(f"the model's Completion has usage={type(completion.usage).__name__}, not a Usage")
+    return completion

@@ -15,7 +15,6 @@ Telemetry must never change a run's result: every call into OpenTelemetry goes t
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
@@ -28,7 +27,8 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 
 from . import _names as N
 from ._budget import Budget
-from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult
+from ._records import Completion, Message, Model, ToolCall, ToolResult, check_completion, error_type
+from ._tools import to_text
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -112,10 +112,10 @@ def _names(items: Sequence[str]) -> list[str]:
     return [_name(i) for i in items[: N.MAX_LIST_ITEMS]]
 
 
-def _fail(span: Span, error_type: str, description: str | None = None) -> None:
-    """The one way a span is marked failed: ERROR status plus ``error.type``."""
-    span.set_attribute(N.ERROR_TYPE, error_type)
-    span.set_status(Status(StatusCode.ERROR, description))
+def _fail(span: Span, kind: str, description: str | None = None) -> None:
+    """The one way a span is marked failed: ERROR status plus ``error.type`` (bounded)."""
+    span.set_attribute(N.ERROR_TYPE, _name(kind))
+    span.set_status(Status(StatusCode.ERROR, description and _truncate(description, N.MAX_DESCRIPTION_LENGTH)))
 
 
 class AgentTelemetry:
@@ -151,7 +151,7 @@ class AgentTelemetry:
     def _create_instruments(self, meter: metrics.Meter) -> None:
         self.runs = meter.create_counter(N.METRIC_RUNS, unit="{run}", description="Agent runs, by stop reason.")
         self.tool_calls = meter.create_counter(
-            N.METRIC_TOOL_CALLS, unit="{call}", description="Requested tool calls, by tool and outcome.")
+            N.METRIC_TOOL_CALLS, unit="{call}", description="Dispatched tool calls, by tool and outcome.")
         self.cost = meter.create_counter(N.METRIC_COST, unit="USD",
                                          description="Model spend at the budget's prices.")
         self.run_steps = meter.create_histogram(
@@ -190,7 +190,7 @@ class AgentTelemetry:
                 yield
         except BaseException as exc:  # a bug or an interrupt: the span still ends, marked failed
             with _guard("ending a run span"):
-                _fail(span, type(exc).__qualname__)
+                _fail(span, error_type(exc))
                 span.end()
             raise
         with _guard("ending a run span"):
@@ -231,16 +231,9 @@ class AgentTelemetry:
         self.cost.add(run.cost, {**labels, N.GEN_AI_PROVIDER_NAME: self.provider_name,
                                  **({N.GEN_AI_REQUEST_MODEL: self.model_name} if self.model_name else {})})
 
-    @contextmanager
-    def step(self, index: int, state: RunState) -> Iterator[None]:
+    def step(self, index: int, state: RunState) -> _StepSpan:
         """One span per loop iteration; the model and tool spans nest inside it."""
-        span = self._start(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
-        try:
-            with _current(span):
-                yield
-        finally:
-            with _guard("ending a step span"):
-                self._end_step_span(span, index, state)
+        return _StepSpan(self, index, state)
 
     def _end_step_span(self, span: Span, index: int, state: RunState) -> None:
         if span.is_recording():
@@ -267,15 +260,24 @@ class AgentTelemetry:
         """``registry.dispatch`` wrapped in an ``execute_tool`` span and the tool-call counter."""
 
         def dispatch(call: ToolCall) -> ToolResult:
+            # A name the registry does not know is the model's invention: bounded on the span,
+            # and never a span name or metric label, which would explode their cardinality.
             tool_name = _name(call.name)
+            label = tool_name if call.name in registry else N.UNKNOWN_TOOL_LABEL
             attributes = {N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: tool_name,
                           N.GEN_AI_TOOL_CALL_ID: _name(call.id), N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION}
-            span = self._start(f"{N.OP_EXECUTE_TOOL} {tool_name}", SpanKind.INTERNAL, attributes)
+            span = self._start(f"{N.OP_EXECUTE_TOOL} {label}", SpanKind.INTERNAL, attributes)
             if self.capture_content and span.is_recording():
                 with _guard("capturing tool arguments"):
                     span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, self._content(call.arguments))
-            with _current(span):
-                result = registry.dispatch(call)
+            try:
+                with _current(span):
+                    result = registry.dispatch(call)
+            except BaseException as exc:  # a custom registry that raises, or an interrupt
+                with _guard("ending a tool span"):
+                    _fail(span, error_type(exc))
+                    span.end()
+                raise
             with _guard("ending a tool span"):
                 span.set_attribute(N.TOOL_OUTCOME, result.outcome.value)
                 if self.capture_content and span.is_recording():
@@ -285,17 +287,33 @@ class AgentTelemetry:
                 span.end()
             with _guard("recording tool metrics"):
                 if self._instruments_ok:
-                    known = result.outcome is not ToolOutcome.UNKNOWN_TOOL
-                    self.tool_calls.add(1, {N.GEN_AI_AGENT_NAME: self.agent_name,
-                                            N.GEN_AI_TOOL_NAME: tool_name if known else N.UNKNOWN_TOOL_LABEL,
+                    self.tool_calls.add(1, {N.GEN_AI_AGENT_NAME: self.agent_name, N.GEN_AI_TOOL_NAME: label,
                                             N.TOOL_OUTCOME: result.outcome.value})
             return result
 
         return dispatch
 
     def _content(self, value: Any) -> str:
-        text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-        return _truncate(text, self.content_limit)
+        return _truncate(to_text(value), self.content_limit)
+
+
+class _StepSpan:
+    """The step span as a context manager: a class, not a generator, as it runs every step."""
+
+    __slots__ = ("telemetry", "index", "state", "span", "current")
+
+    def __init__(self, telemetry: AgentTelemetry, index: int, state: RunState) -> None:
+        self.telemetry, self.index, self.state = telemetry, index, state
+
+    def __enter__(self) -> None:
+        self.span = self.telemetry._start(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: self.index})
+        self.current = _current(self.span)
+        self.current.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.current.__exit__(*exc_info)
+        with _guard("ending a step span"):
+            self.telemetry._end_step_span(self.span, self.index, self.state)
 
 
 class _InstrumentedModel:
@@ -322,14 +340,14 @@ class _InstrumentedModel:
         started = time.perf_counter()
         try:
             with _current(span):
-                completion = self.wrapped.complete(messages, tools=tools, max_output_tokens=max_output_tokens,
-                                                   temperature=temperature)
+                completion = check_completion(self.wrapped.complete(
+                    messages, tools=tools, max_output_tokens=max_output_tokens, temperature=temperature))
         except Exception as exc:
             # Only the type: provider error messages can echo request content or key fragments.
             with _guard("ending a chat span"):
-                _fail(span, type(exc).__qualname__)
+                _fail(span, error_type(exc))
                 span.end()
-            self._record_metrics(time.perf_counter() - started, None, type(exc).__qualname__)
+            self._record_metrics(time.perf_counter() - started, None, error_type(exc))
             raise
         with _guard("ending a chat span"):
             self._end_span(span, completion)

@@ -14,9 +14,9 @@ import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Protocol
+from typing import Any, Callable, Iterable, Literal, Protocol, overload
 
-from ._records import ToolCall, ToolOutcome, ToolResult
+from ._records import ToolCall, ToolOutcome, ToolResult, error_type
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
 
@@ -55,8 +55,14 @@ class Tool:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
-def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
-         description: str | None = None) -> Any:
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
+         description: str | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, documented function into a ``Tool``; usable bare or with arguments.
 
     The description is the docstring's first paragraph; parameter descriptions come from
@@ -64,6 +70,10 @@ def tool(fn: Callable[..., Any] | None = None, *, name: str | None = None,
     """
 
     def build(f: Callable[..., Any]) -> Tool:
+        if inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f):
+            # The loop is synchronous: calling it would return an un-awaited coroutine and
+            # count as a success that never happened.
+            raise TypeError(f"{f.__name__} is async; tracedagent tools are plain functions")
         summary, arg_docs = _parse_docstring(inspect.getdoc(f) or "")
         return Tool(name=name or f.__name__, description=description or summary,
                     parameters=_parameters_schema(f, arg_docs), fn=f)
@@ -123,29 +133,38 @@ class Registry:
             return result(ToolOutcome.INVALID_ARGUMENTS,
                           f"Error: invalid arguments for {t.name}: {problem}.")
         try:
-            value = t.fn(**arguments)
+            content = to_text(t.fn(**arguments))
         except FatalToolError as exc:
-            return result(ToolOutcome.FATAL, f"Fatal error: {exc}", type(exc).__name__)
-        except ToolError as exc:
-            return result(ToolOutcome.ERROR, f"Error: {exc}", type(exc).__name__)
-        except Exception as exc:  # a tool bug is an observation, not a crash of the run
-            return result(ToolOutcome.ERROR, f"Error: {t.name} failed ({type(exc).__name__}: {exc})",
-                          type(exc).__name__)
-        return result(ToolOutcome.OK, _to_text(value))
+            return result(ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
+        except ToolError as exc:  # written for the model to read
+            return result(ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
+        except Exception as exc:
+            # A tool bug is an observation, not a crash of the run. Only the class goes to the
+            # model: an unexpected message can carry paths, connection strings or tokens.
+            return result(ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
+        return result(ToolOutcome.OK, content)
 
     def _denial(self, call: ToolCall) -> str | None:
         if self.policy is None:
             return None
         try:
-            return self.policy(call)
+            verdict = self.policy(call)
         except Exception as exc:  # fail closed: a broken guardrail must not wave calls through
-            return f"the policy failed ({type(exc).__name__}), so the call was not run"
+            return f"the policy failed ({error_type(exc)}), so the call was not run"
+        if verdict is None or isinstance(verdict, str):
+            return verdict
+        return f"the policy returned {type(verdict).__name__}, not None or a reason, so the call was not run"
 
 
-def _to_text(value: Any) -> str:
+def to_text(value: Any) -> str:
+    """What the model (and, when opted in, a span) is shown for a value: strings as they are,
+    anything else as JSON, and what JSON cannot hold (tuple keys, cycles) as ``str``."""
     if isinstance(value, str):
         return value
-    return json.dumps(value, default=str, ensure_ascii=False)
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 # --- Arguments -------------------------------------------------------------------------

@@ -13,6 +13,7 @@ The pytest plugin (``tracedagent.pytest_plugin``) hands each test a fresh record
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -27,7 +28,7 @@ from ._testing._match import ATTRIBUTE_ALIASES, find_spans
 from ._testing._recorder import Recorder
 from ._testing._views import RunView
 
-__all__ = ["FakeModel", "ScriptExhausted", "tool_call", "estimate_tokens", "Recorder", "RunView",
+__all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens", "Recorder", "RunView",
            "assert_stop", "assert_never_executed", "assert_requested", "assert_span_tree", "find_spans",
            "ATTRIBUTE_ALIASES", "RAN_OUTCOMES", "SpanSpec", "GlobalCaptureWarning"]
 
@@ -90,8 +91,6 @@ class FakeModel:
         if completion.usage == Usage():
             sent = estimate_tokens({"messages": messages, "tools": tools})
             answered = estimate_tokens([completion.text, [tc.as_dict() for tc in completion.tool_calls]])
-            completion = Completion(text=completion.text, tool_calls=completion.tool_calls,
-                                    usage=Usage(input_tokens=sent, output_tokens=answered),
-                                    model=completion.model or self.model_name,
-                                    finish_reason=completion.finish_reason, response_id=completion.response_id)
+            completion = dataclasses.replace(completion, usage=Usage(input_tokens=sent, output_tokens=answered),
+                                             model=completion.model or self.model_name)
         return completion
