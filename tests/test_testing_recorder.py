@@ -145,8 +145,16 @@ def test_keywords_are_aliases_or_exact_keys_never_suffixes():
 
 
 def test_every_alias_names_an_attribute_tracedagent_emits():
-    emitted = {getattr(N, name) for name in N.__all__}
-    assert set(ATTRIBUTE_ALIASES.values()) <= emitted
+    from scenarios import SCENARIOS, TOOLS
+
+    rec = Recorder()
+    for script, budget, _ in SCENARIOS.values():
+        Agent(FakeModel(script()), TOOLS, budget=budget, **rec.providers).run("go")
+    emitted = {key for span in rec.spans() for key in span.attributes}
+    data = rec.metric_reader.get_metrics_data()
+    emitted |= {key for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+                for point in m.data.data_points for key in point.attributes}
+    assert set(ATTRIBUTE_ALIASES.values()) <= emitted, set(ATTRIBUTE_ALIASES.values()) - emitted
     assert all("." not in alias for alias in ATTRIBUTE_ALIASES)
 
 
