@@ -330,6 +330,17 @@ def test_headers_never_appear_in_logs_or_repr(monkeypatch: pytest.MonkeyPatch,
     assert SECRET not in repr(telemetry)
 
 
+def test_credentials_of_an_endpoint_written_without_scheme_are_not_shown() -> None:
+    """``user:key@host:4317`` is a gRPC endpoint with credentials (``http://`` implied), not a
+    URL whose scheme is ``user``."""
+    port = closed_port()
+    telemetry = configure(endpoint=f"user:{SECRET}@127.0.0.1:{port}", protocol="grpc", metrics=False,
+                          export_timeout=0.5, set_global=False)
+    telemetry.shutdown(timeout=0.5)
+    assert telemetry.endpoint == f"http://127.0.0.1:{port}"
+    assert SECRET not in repr(telemetry)
+
+
 # --- the global path: one subprocess each -------------------------------------------------------
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

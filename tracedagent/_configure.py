@@ -42,7 +42,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics._internal import _ProxyMeterProvider  # the "nothing installed yet" global
@@ -61,7 +61,7 @@ from opentelemetry.util.re import parse_env_headers
 from . import _names as N
 
 __all__ = ["ExportTarget", "Telemetry", "configure", "export_target", "metrics_wanted", "secret_values",
-           "without_credentials"]
+           "split_url", "without_credentials"]
 
 _log = logging.getLogger("tracedagent")
 
@@ -459,15 +459,21 @@ def _sdk_exporter(signal: str, http: bool, url: str | None, headers: dict[str, s
 
 def secret_values(url: str, headers: Mapping[str, str]) -> set[str]:
     """What an SDK error message must not carry into our log: header values and URL credentials."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
+    parts = split_url(url)
     found = {value for value in headers.values() if len(value) >= 4}
     found.update(part for part in (parts.username, parts.password) if part)
     return found
 
 
+def split_url(url: str) -> SplitResult:
+    """``url`` in parts, ``http://`` assumed when it names no scheme: an OTLP gRPC endpoint is
+    often written ``host:4317``, and ``urlsplit`` would take ``host`` for the scheme."""
+    return urlsplit(url if "://" in url else f"http://{url}")
+
+
 def without_credentials(url: str) -> str:
     """``url`` without its ``user:password@``, if it has one."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     if not (parts.username or parts.password):
         return url
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
@@ -475,7 +481,7 @@ def without_credentials(url: str) -> str:
 
 def _display(url: str) -> str:
     """``scheme://host:port`` of a URL, for messages: no path, and no user:password@."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
+    parts = split_url(url)
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")

@@ -50,7 +50,8 @@ from rich.table import Table
 from rich.text import Text
 
 from . import _names as N
-from ._configure import ExportTarget, export_target, metrics_wanted, secret_values, without_credentials
+from ._configure import (ExportTarget, export_target, metrics_wanted, secret_values, split_url,
+                         without_credentials)
 
 __all__ = ["Check", "Outcome", "plan", "run", "table", "START_THE_STACK"]
 
@@ -206,8 +207,8 @@ def _grpc_export(targets: Sequence[ExportTarget], timeout: float) -> Outcome:
     """An empty ``Export`` call per signal, as the SDK's gRPC exporter would make it (TLS for
     ``https``); the targets share one URL."""
     url = targets[0].url
-    parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-    address = parts.netloc.rpartition("@")[2]
+    parts = split_url(without_credentials(url))
+    address = parts.netloc
     channel = (grpc.secure_channel(address, grpc.ssl_channel_credentials()) if parts.scheme == "https"
                else grpc.insecure_channel(address))
     started = time.monotonic()
