@@ -39,9 +39,10 @@ HEX32 = re.compile(r"^[0-9a-f]{32}$")
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
-def tracedagent(*args: Any, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m tracedagent ARGS`` from the repository root, without any collector configured."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+def tracedagent(*args: Any, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m tracedagent ARGS`` from the repository root, without any collector configured
+    but what ``env`` adds."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}, **(env or {})}
     env["COLUMNS"] = "200"
     return subprocess.run([sys.executable, "-m", "tracedagent", *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -403,6 +404,23 @@ def test_something_that_is_not_jaeger(jaeger):
     (("trace", "not-a-trace-id"), "is not a trace id"),
     (("traces", "--since", "yesterday"), "is not a time span"),
     (("traces", "--stop", "tired"), "Invalid value for '--stop'"),
+    (("demo", "--otlp", "http://[::1"), "Invalid value for '--otlp': not a usable URL"),
+    (("demo", "--otlp", "http://h:99999"), "Invalid value for '--otlp': not a usable URL (its port"),
+    (("doctor", "--otlp", "http://[::1"), "Invalid value for '--otlp': not a usable URL"),
+    (("doctor", "--otlp", "http://h:99999"), "Invalid value for '--otlp': not a usable URL (its port"),
+    (("doctor", "--prometheus", "http://h:99999"), "Invalid value for '--prometheus': not a usable URL"),
+    (("traces", "--jaeger", "http://[::1"), "Invalid value for '--jaeger': not a usable URL"),
 ])
 def test_bad_arguments_are_usage_errors(args, message):
     assert_fails_cleanly(tracedagent(*args), message, status=2)
+
+
+@pytest.mark.parametrize("command", ["demo", "doctor"])
+@pytest.mark.parametrize("variable", [N.ENV_OTLP_ENDPOINT, N.ENV_OTLP_METRICS_ENDPOINT])
+@pytest.mark.parametrize("value", ["http://[::1", "http://user:s3cr3t-key@h:99999"])
+def test_an_endpoint_variable_that_is_not_a_url_is_one_line_naming_it(command, variable, value):
+    env = {N.ENV_OTLP_ENDPOINT: "http://127.0.0.1:1", variable: value}  # the metrics one alone names no collector
+    result = tracedagent(command, "--timeout" if command == "doctor" else "--pace", "0.1" if command == "doctor" else "0",
+                         env=env)
+    assert_fails_cleanly(result, f"Error: {variable} is not a usable URL")
+    assert "s3cr3t" not in result.stderr

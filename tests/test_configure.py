@@ -211,6 +211,17 @@ def test_unknown_protocol_argument_is_refused() -> None:
         configure(protocol="http/json", set_global=False)
 
 
+@pytest.mark.parametrize("endpoint", ["http://[::1", f"http://user:{SECRET}@127.0.0.1:99999"])
+def test_an_endpoint_that_is_not_a_url_is_refused_naming_its_source_not_its_value(
+        endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match=r"^endpoint is not a usable URL") as argument:
+        configure(endpoint=endpoint, set_global=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    with pytest.raises(ValueError, match=r"^OTEL_EXPORTER_OTLP_ENDPOINT is not a usable URL") as variable:
+        configure(set_global=False)
+    assert SECRET not in str(argument.value) + str(variable.value)
+
+
 def test_unknown_protocol_variable_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")

@@ -383,7 +383,10 @@ class ExportTarget:
 
 def export_target(signal: str, *, endpoint: str | None = None, protocol: str | None = None) -> ExportTarget:
     """Where ``configure(endpoint=..., protocol=...)`` sends ``signal`` (``"traces"`` or ``"metrics"``):
-    an argument, else the standard variables, else tracedagent's default."""
+    an argument, else the standard variables, else tracedagent's default.
+
+    Raises ``ValueError`` naming the argument or variable when the endpoint is not a URL.
+    """
     protocol_env, endpoint_env, headers_env, _ = _SIGNAL_ENV[signal]
     env_protocol = None if protocol else _protocol_from_env(protocol_env)
     resolved = protocol or env_protocol or N.DEFAULT_PROTOCOL
@@ -396,11 +399,19 @@ def export_target(signal: str, *, endpoint: str | None = None, protocol: str | N
     # reads it, appending the signal path to a base URL), else tracedagent's default.
     sdk_endpoint: str | None
     if endpoint:
-        sdk_endpoint = url = signal_url(endpoint)
-    elif os.environ.get(endpoint_env) or os.environ.get(N.ENV_OTLP_ENDPOINT):
-        sdk_endpoint, url = None, os.environ.get(endpoint_env) or signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
+        source, sdk_endpoint = "endpoint", signal_url(endpoint)
+        url = sdk_endpoint
+    elif os.environ.get(endpoint_env):
+        source, sdk_endpoint, url = endpoint_env, None, os.environ[endpoint_env]
+    elif os.environ.get(N.ENV_OTLP_ENDPOINT):
+        source, sdk_endpoint, url = N.ENV_OTLP_ENDPOINT, None, signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
     else:
-        sdk_endpoint = url = signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
+        source, sdk_endpoint = "the default", signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
+        url = sdk_endpoint
+    try:
+        split_url(url)
+    except ValueError as exc:  # say where the bad URL came from, not what it is: it may hold credentials
+        raise ValueError(f"{source} is {exc}") from None
     headers = parse_env_headers(os.environ.get(headers_env) or os.environ.get(N.ENV_OTLP_HEADERS, ""), liberal=True)
     return ExportTarget(signal=signal, protocol=resolved, url=url, sdk_endpoint=sdk_endpoint, headers=headers,
                         endpoint_named=bool(endpoint) or sdk_endpoint is None,
@@ -467,8 +478,20 @@ def secret_values(url: str, headers: Mapping[str, str]) -> set[str]:
 
 def split_url(url: str) -> SplitResult:
     """``url`` in parts, ``http://`` assumed when it names no scheme: an OTLP gRPC endpoint is
-    often written ``host:4317``, and ``urlsplit`` would take ``host`` for the scheme."""
-    return urlsplit(url if "://" in url else f"http://{url}")
+    often written ``host:4317``, and ``urlsplit`` would take ``host`` for the scheme.
+
+    Raises ``ValueError`` when ``url`` is not one (an unclosed IPv6 ``[``, a port out of
+    range...), with a message that quotes no part of it: it may hold credentials.
+    """
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+    except ValueError:
+        raise ValueError("not a usable URL (expected scheme://host:port)") from None
+    try:
+        parts.port  # urlsplit checks the port only when it is read
+    except ValueError:
+        raise ValueError("not a usable URL (its port is not a number from 0 to 65535)") from None
+    return parts
 
 
 def without_credentials(url: str) -> str:
