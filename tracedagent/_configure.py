@@ -59,6 +59,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.util.re import parse_env_headers
 
 from . import _names as N
+from ._secrets import redact
 
 __all__ = ["ExportTarget", "Telemetry", "configure", "export_target", "metrics_wanted", "secret_values",
            "split_url", "without_credentials"]
@@ -469,9 +470,10 @@ def _sdk_exporter(signal: str, http: bool, url: str | None, headers: dict[str, s
 
 
 def secret_values(url: str, headers: Mapping[str, str]) -> set[str]:
-    """What an SDK error message must not carry into our log: header values and URL credentials."""
+    """What an SDK error message must not carry into our log: header values and URL credentials
+    (``_secrets.redact`` blanks those long enough to be secrets)."""
     parts = split_url(url)
-    found = {value for value in headers.values() if len(value) >= 4}
+    found = set(headers.values())
     found.update(part for part in (parts.username, parts.password) if part)
     return found
 
@@ -530,8 +532,7 @@ class _Collector:
             if self.down:
                 return
             self.down = True
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            reason = reason.replace(secret, "***") if reason else reason
+        reason = redact(reason, self.secrets) if reason else reason
         _log.warning("tracedagent: cannot reach the collector at %s (%s); spans are being dropped; start it "
                      "with `make stack-up` or `docker compose up -d` (`tracedagent doctor` checks every endpoint)",
                      self.where, reason or "export failed")

@@ -52,6 +52,7 @@ from rich.text import Text
 from . import _names as N
 from ._configure import (ExportTarget, export_target, metrics_wanted, secret_values, split_url,
                          without_credentials)
+from ._secrets import redact
 
 __all__ = ["Check", "Outcome", "plan", "run", "table", "START_THE_STACK"]
 
@@ -178,11 +179,8 @@ def run(checks: Sequence[Check], *, timeout: float = N.DOCTOR_TIMEOUT) -> list[O
 
 
 def _redacted(outcome: Outcome, secrets: frozenset[str]) -> Outcome:
-    detail, hint = outcome.detail, outcome.hint
-    for secret in sorted(secrets, key=len, reverse=True):
-        detail = detail.replace(secret, "***")
-        hint = hint.replace(secret, "***") if hint else hint
-    return Outcome(reachable=outcome.reachable, detail=detail, hint=hint)
+    return Outcome(reachable=outcome.reachable, detail=redact(outcome.detail, secrets),
+                   hint=redact(outcome.hint, secrets) if outcome.hint else outcome.hint)
 
 
 def table(checks: Sequence[Check], outcomes: Sequence[Outcome]) -> Table:
