@@ -402,6 +402,8 @@ def test_something_that_is_not_jaeger(jaeger):
 
 @pytest.mark.parametrize("args, message", [
     (("trace", "not-a-trace-id"), "is not a trace id"),
+    (("show", DATA / "demo-otlp.json", "--trace", "not-a-trace-id"), "Invalid value for '--trace': 'not-a-trace-id' is not"),
+    (("show", "no-such-file.json", "--trace", "zz"), "Invalid value for '--trace'"),
     (("traces", "--since", "yesterday"), "is not a time span"),
     (("traces", "--stop", "tired"), "Invalid value for '--stop'"),
     (("demo", "--otlp", "http://[::1"), "Invalid value for '--otlp': not a usable URL"),

@@ -238,9 +238,19 @@ def _print_traces(traces: Sequence[Trace], *, title: str) -> None:
 
 # --- show --------------------------------------------------------------------------------
 
+_TRACE_ID = re.compile(r"^[0-9a-fA-F]{1,32}$")
+
+
+def _trace_id(value: str) -> str:
+    if not _TRACE_ID.match(value):
+        raise click.BadParameter(f"{value!r} is not a trace id (up to 32 hex digits)")
+    return value.lower()
+
+
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--trace", "trace_id", metavar="ID", help="Only this trace.")
+@click.option("--trace", "trace_id", metavar="ID", help="Only this trace.",
+              callback=lambda ctx, param, value: None if value is None else _trace_id(value))
 def show(file: Path, trace_id: str | None) -> None:
     """Render an OTLP/JSON trace file (such as the one `demo` writes)."""
     try:
@@ -248,7 +258,7 @@ def show(file: Path, trace_id: str | None) -> None:
     except OtlpJsonError as exc:
         raise click.ClickException(str(exc)) from None
     if trace_id is not None:
-        traces = [t for t in traces if t.trace_id == _trace_id(trace_id).zfill(32)]
+        traces = [t for t in traces if t.trace_id == trace_id.zfill(32)]
         if not traces:
             raise click.ClickException(f"{file}: no trace {trace_id}")
     _print_traces(traces, title=f"{file}: {len(traces)} trace{'s' if len(traces) != 1 else ''}")
@@ -300,15 +310,6 @@ def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | 
         return
     _console.print(listing_table(runs, title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
     _console.print("Render one with `tracedagent trace ID`.")
-
-
-_TRACE_ID = re.compile(r"^[0-9a-fA-F]{1,32}$")
-
-
-def _trace_id(value: str) -> str:
-    if not _TRACE_ID.match(value):
-        raise click.BadParameter(f"{value!r} is not a trace id (up to 32 hex digits)")
-    return value.lower()
 
 
 @cli.command("trace")
