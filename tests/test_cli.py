@@ -122,6 +122,10 @@ def test_demo_shows_every_stop_reason_in_its_summary(flat_out_demo):
         assert row, f"no summary row for {scenario.name}"
         assert row.group(1) == scenario.stops_with.value
     assert result.stdout.count("invoke_agent ") == len(SCENARIOS)  # one span tree per run
+    # per tool, successes out of requests: three inventory checks ran and failed, the refund was denied
+    assert re.search(r"┃ tools\s+┃\n.*┃ succeeded/requested\s+┃", result.stdout)
+    assert re.search(r"│ no-progress .*│ check_inventory 0/3\s+│", result.stdout)
+    assert re.search(r"│ prompt-injection .*│ read_ticket 1/1, refund 0/1\s+│", result.stdout)
 
 
 def test_demo_file_is_spec_shaped_otlp_json(flat_out_demo):
