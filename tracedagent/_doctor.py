@@ -22,7 +22,7 @@ export request is valid OTLP and carries no data. When neither an argument nor a
 names an endpoint or a protocol, both local defaults (gRPC 4317 and HTTP 4318) are checked.
 
 Every check runs on its own thread under the same timeout, so the doctor answers within
-about that timeout even when nothing is up. Header values and URL credentials go only where
+that timeout plus ``_GRACE`` (0.5 s) even when nothing is up. Header values and URL credentials go only where
 they belong: URLs are shown without ``user:password@``, and error texts have secret
 values blanked.
 """
