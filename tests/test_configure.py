@@ -397,10 +397,30 @@ def test_global_configure_is_idempotent_and_flushes_at_exit(protocol: str) -> No
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("configure() was already called") == 1, result.stderr
     assert "service_name" in result.stderr
+    assert "was shut down" not in result.stderr
     spans = receiver.spans()
     assert len({s.span_id for s in spans}) == len(spans), "a second configure() added a second exporter"
     assert sorted(s.name for s in spans) == expected_span_names()
     assert N.METRIC_RUNS in receiver.metric_names()
+
+
+def test_configure_after_a_shutdown_warns_once_that_the_global_pipeline_is_stopped() -> None:
+    with HttpReceiver() as receiver:
+        result = run_script(f"""
+            with configure(protocol="http/protobuf", endpoint={receiver.endpoint!r}, metrics=False) as first:
+                make_agent().run("add 2 and 3")
+            print(first.spans_exported)
+            assert configure(protocol="http/protobuf", endpoint={receiver.endpoint!r}, metrics=False) is first
+            assert configure(protocol="http/protobuf", endpoint={receiver.endpoint!r}, metrics=False) is first
+            make_agent().run("add 2 and 3")  # into the stopped provider: dropped
+            print(first.spans_exported)
+        """)
+    assert result.returncode == 0, result.stderr
+    delivered = str(len(expected_span_names()))
+    assert result.stdout.split() == [delivered, delivered], "the second run's spans went nowhere"
+    warnings = [line for line in result.stderr.splitlines() if "global telemetry pipeline was shut down" in line]
+    assert len(warnings) == 1, result.stderr
+    assert "spans are dropped" in warnings[0] and "cannot be replaced" in warnings[0]
 
 
 def test_an_installed_application_provider_is_used_not_replaced() -> None:

@@ -79,6 +79,8 @@ _HTTP_PATH = {"traces": N.HTTP_TRACES_PATH, "metrics": N.HTTP_METRICS_PATH}
 _lock = threading.Lock()
 _global: Telemetry | None = None
 """The handle of the process-wide (``set_global=True``) configuration, once there is one."""
+_warned_stopped = False
+"""Whether ``configure()`` has said that ``_global`` was shut down (it says so once)."""
 
 
 # --- the handle ---------------------------------------------------------------------------
@@ -249,7 +251,8 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
       ``**telemetry.providers`` to ``Agent``; each such call builds a new pipeline.
 
     With ``set_global=True`` it is idempotent: a second call returns the first handle (and
-    warns if it asked for different settings). If the application already installed a
+    warns if it asked for different settings, and once if that handle was shut down: its
+    providers drop spans, and OpenTelemetry's global providers cannot be replaced). If the application already installed a
     global tracer or meter provider, that provider is used as it is - one warning says
     so - and tracedagent adds no exporter to it.
     """
@@ -259,11 +262,17 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
                 metrics, metric_export_interval, export_timeout)
     if not set_global:
         return _build(settings, install=False)
-    global _global
+    global _global, _warned_stopped
     with _lock:
         if _global is None:
             _global = _build(settings, install=True)
-        elif _global._settings != settings:
+            return _global
+        if _global._stopped and any(_global._owns) and not _warned_stopped:
+            _warned_stopped = True
+            _log.warning("tracedagent: the global telemetry pipeline was shut down; spans are dropped - "
+                         "OpenTelemetry's global providers cannot be replaced in a process (shut it down only "
+                         "at the end, or use configure(set_global=False) for a pipeline of your own)")
+        if _global._settings != settings:
             changed = [name for name, old, new in zip(_SETTING_NAMES, _global._settings, settings) if old != new]
             _log.warning("tracedagent: configure() was already called; keeping the first configuration "
                          "(this call asked for different %s)", ", ".join(changed))
