@@ -231,6 +231,17 @@ def test_unknown_protocol_variable_falls_back_with_a_warning(monkeypatch: pytest
     assert any("http/json" in r.getMessage() for r in caplog.records if r.name == "tracedagent")
 
 
+def test_traces_can_be_turned_off_by_the_standard_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    with HttpReceiver() as receiver:
+        telemetry = configure(protocol="http/protobuf", endpoint=receiver.endpoint, set_global=False)
+        run = make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown()
+    assert run.ok and run.trace_id, "the run and its trace id do not depend on exporting"
+    assert (telemetry.endpoint, telemetry.protocol, telemetry.spans_exported) == (None, None, 0)
+    assert receiver.spans() == [] and N.METRIC_RUNS in receiver.metric_names()
+
+
 @pytest.mark.parametrize("how", ["argument", "variable"])
 def test_metrics_can_be_turned_off(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if how == "variable":

@@ -62,7 +62,7 @@ from . import _names as N
 from ._secrets import redact
 
 __all__ = ["ExportTarget", "Telemetry", "configure", "export_target", "metrics_wanted", "secret_values",
-           "split_url", "without_credentials"]
+           "split_url", "traces_wanted", "without_credentials"]
 
 _log = logging.getLogger("tracedagent")
 
@@ -243,6 +243,8 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
     * ``resource_attributes``: merged over ``OTEL_RESOURCE_ATTRIBUTES``.
     * ``metrics``: ``False`` exports no metrics; ``None`` exports them unless
       ``OTEL_METRICS_EXPORTER=none``.
+    * Spans are exported unless ``OTEL_TRACES_EXPORTER=none``; then the tracer provider is
+      still built (runs keep their trace ids) but has no exporter.
     * ``metric_export_interval`` (seconds): ``OTEL_METRIC_EXPORT_INTERVAL`` (ms), else 60 s.
     * ``export_timeout`` (seconds, per export, retries included):
       ``OTEL_EXPORTER_OTLP_[SIGNAL_]TIMEOUT`` (seconds, as the Python SDK reads it), else 2 s.
@@ -287,6 +289,7 @@ def _build(settings: tuple[Any, ...], *, install: bool) -> Telemetry:
     (service_name, endpoint, protocol, headers, resource_attributes, metrics_on, metric_export_interval,
      export_timeout) = settings
     metrics_on = metrics_wanted(metrics_on)
+    traces_on = traces_wanted()
 
     app_tracer = app_meter = None
     if install:
@@ -301,12 +304,13 @@ def _build(settings: tuple[Any, ...], *, install: bool) -> Telemetry:
     if app_tracer is not None:
         tracer_provider = app_tracer
     else:
-        span_exporter, url, traces_protocol = _exporter("traces", protocol, endpoint, headers, export_timeout,
-                                                        collectors)
-        exporters.append(span_exporter)
-        where = (url, traces_protocol)
         sdk_tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # our atexit bounds it
-        sdk_tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        if traces_on:  # off: spans still get trace ids (for logs), and go nowhere
+            span_exporter, url, traces_protocol = _exporter("traces", protocol, endpoint, headers, export_timeout,
+                                                            collectors)
+            exporters.append(span_exporter)
+            where = (url, traces_protocol)
+            sdk_tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
         tracer_provider = sdk_tracer_provider
 
     meter_provider: metrics.MeterProvider
@@ -338,6 +342,12 @@ def metrics_wanted(metrics: bool | None) -> bool:
     if metrics is not None:
         return metrics
     return os.environ.get(N.ENV_METRICS_EXPORTER, "").strip().lower() != "none"
+
+
+def traces_wanted() -> bool:
+    """Spans are exported unless ``OTEL_TRACES_EXPORTER=none``, which (as in the SDK's own
+    auto-configuration) keeps the tracer provider and drops only its exporter."""
+    return os.environ.get(N.ENV_TRACES_EXPORTER, "").strip().lower() != "none"
 
 
 def _installed_providers(metrics_on: bool) -> tuple[trace.TracerProvider | None, metrics.MeterProvider | None]:

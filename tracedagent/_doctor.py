@@ -51,7 +51,7 @@ from rich.text import Text
 
 from . import _names as N
 from ._configure import (ExportTarget, export_target, metrics_wanted, secret_values, split_url,
-                         without_credentials)
+                         traces_wanted, without_credentials)
 from ._secrets import redact
 
 __all__ = ["Check", "Outcome", "plan", "run", "table", "START_THE_STACK"]
@@ -124,7 +124,7 @@ def plan(*, otlp: str | None, protocol: str | None, collector_health: str, jaege
 
 def _otlp_checks(endpoint: str | None, protocol: str | None) -> list[Check]:
     """One check per distinct (protocol, URL) that ``configure`` would export to."""
-    signals = ["traces", "metrics"] if metrics_wanted(None) else ["traces"]
+    signals = [signal for signal, on in (("traces", traces_wanted()), ("metrics", metrics_wanted(None))) if on]
     targets = [export_target(signal, endpoint=endpoint, protocol=protocol) for signal in signals]
     if not any(t.endpoint_named or t.protocol_named for t in targets):
         # Nothing chosen: the local stack offers both receivers, and either may be the one wanted.
