@@ -380,6 +380,20 @@ def test_an_unreachable_jaeger_is_one_line():
                          "cannot reach Jaeger")
 
 
+def test_jaeger_credentials_in_the_url_are_sent_as_basic_auth_and_never_printed(jaeger):
+    password = "hunter22-jaeger"
+    jaeger.answer("/api/traces", {"data": [], "errors": None})
+    with_credentials = jaeger.url.replace("http://", f"http://reader:{password}@")
+    result = tracedagent("traces", "--jaeger", with_credentials)
+    assert result.returncode == 0, result.stderr
+    (request,) = jaeger.requests
+    assert base64.b64decode(request.headers["authorization"].removeprefix("Basic ")).decode() == f"reader:{password}"
+    assert f"at {jaeger.url}." in result.stdout and password not in result.stdout
+    unreachable = f"http://reader:{password}@127.0.0.1:{free_port()}"
+    assert_fails_cleanly(tracedagent("traces", "--jaeger", unreachable), "cannot reach Jaeger at http://127.0.0.1:")
+    assert password not in tracedagent("traces", "--jaeger", unreachable).stderr
+
+
 def test_a_jaeger_url_that_is_not_one():
     assert_fails_cleanly(tracedagent("traces", "--jaeger", "localhost:16686"), "not a usable Jaeger URL")
 

@@ -35,7 +35,7 @@ from rich.table import Table
 from . import _doctor
 from . import _names as N
 from ._budget import Stop
-from ._configure import Telemetry, configure, export_target, split_url
+from ._configure import Telemetry, configure, export_target, split_url, without_credentials
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from ._loop import Agent
 from ._run import Run
@@ -174,7 +174,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     if recording.error is not None:
         raise click.ClickException(f"could not record the spans in {out}: {recording.error}")
 
-    jaeger = jaeger_url.rstrip("/")
+    jaeger = without_credentials(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
     if load_mode:
         _console.print(stop_counts_table(recording.summaries, title=f"{len(finished)} runs by stop reason"))
     else:
@@ -306,7 +306,7 @@ def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | 
     filters = ", ".join(f"{k}={v}" for k, v in (("stop", stop_reason), ("agent", agent)) if v)
     if not runs:
         _console.print(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
-                       + f" at {jaeger_url}.")
+                       + f" at {without_credentials(jaeger_url)}.")
         return
     _console.print(listing_table(runs, title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
     _console.print("Render one with `tracedagent trace ID`.")
