@@ -15,8 +15,8 @@ Four decisions shape it:
 * **Never replace what the application installed.** OpenTelemetry's global providers can
   be set once per process; if the application got there first, its provider is used as
   is, with one warning, and nothing is added to it.
-* **A missing collector costs at most about 2 s at exit.** The SDK's defaults wait about
-  7 s at exit for 10 pending spans and 30 s for 5,000 when nothing listens, and 10 s when
+* **A missing collector costs at most about 2 s at exit.** The SDK's defaults wait 7-8 s
+  at exit for 10 pending spans and 30 s for 5,000 when nothing listens, and 10 s when
   the collector hangs (``benchmarks/exit_time.py``). Here each export is bounded
   (``export_timeout``), exports are dropped at once during shutdown when the collector is
   known to be down, and the shutdown itself runs on a helper thread that the caller waits
