@@ -218,19 +218,31 @@ cmd_build() {
 # Processes
 # ---------------------------------------------------------------------------
 
+# A pid file holds two lines: the pid, and the binary that was started. The binary
+# is recorded because ${CMD[0]} is recomputed from the pins and builder.yaml's hash:
+# after either changes, it names a new binary while the old one is still running.
 pid_file() { echo "$RUN/$1.pid"; }
 
-# Prints the pid if the service's pid file names a live process running that
-# service's binary (so a stale pid file reused by another program is ignored).
+# The binary the pid file says was started; for an older, one-line pid file, today's
+# ${CMD[0]}, the only thing left to check against.
+started_binary() {
+  local f pid binary=""
+  f="$(pid_file "$1")"
+  [[ -f $f ]] && { read -r pid || true; read -r binary || true; } <"$f"
+  if [[ -z $binary ]]; then set_cmd "$1"; binary="${CMD[0]}"; fi
+  echo "$binary"
+}
+
+# Prints the pid if the service's pid file names a live process running the binary
+# that was started (so a stale pid file reused by another program is ignored).
 running_pid() {
-  local f pid argv0
+  local f pid="" argv0
   f="$(pid_file "$1")"
   [[ -f $f ]] || return 1
-  pid="$(cat "$f")"
+  read -r pid <"$f" || true
   [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
   argv0="$(head -z -n 1 "/proc/$pid/cmdline" 2>/dev/null | tr -d '\0')"
-  set_cmd "$1"
-  [[ $argv0 == "${CMD[0]}" ]] || return 1
+  [[ $argv0 == "$(started_binary "$1")" ]] || return 1
   echo "$pid"
 }
 
@@ -252,15 +264,21 @@ check_ports_free() {
 
 start_service() {
   local name=$1 pid
+  set_cmd "$name"
   if pid="$(running_pid "$name")"; then
-    log "$name already running (pid $pid)"
+    local binary
+    binary="$(started_binary "$name")"
+    if [[ $binary == "${CMD[0]}" ]]; then
+      log "$name already running (pid $pid)"
+    else
+      log "$name already running (pid $pid) from $binary, not ${CMD[0]}: scripts/stack.sh restart $name switches"
+    fi
     return 0
   fi
-  set_cmd "$name"
   # setsid: the service gets its own session, so it outlives this script and a
   # Ctrl-C in the terminal that ran `make stack-up` does not reach it.
   (cd "$ROOT" && JAEGER_DATA_DIR="$DATA/jaeger" exec setsid "${CMD[@]}" </dev/null >>"$LOGS/$name.log" 2>&1) &
-  echo $! >"$(pid_file "$name")"
+  printf '%s\n%s\n' "$!" "${CMD[0]}" >"$(pid_file "$name")"
   log "started $name (pid $!, log .stack/log/$name.log)"
 }
 

@@ -39,9 +39,10 @@ HEX32 = re.compile(r"^[0-9a-f]{32}$")
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
-def tracedagent(*args: Any, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """``python -m tracedagent ARGS`` from the repository root, without any collector configured."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+def tracedagent(*args: Any, timeout: float = 60, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m tracedagent ARGS`` from the repository root, without any collector configured
+    but what ``env`` adds."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}, **(env or {})}
     env["COLUMNS"] = "200"
     return subprocess.run([sys.executable, "-m", "tracedagent", *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -121,6 +122,10 @@ def test_demo_shows_every_stop_reason_in_its_summary(flat_out_demo):
         assert row, f"no summary row for {scenario.name}"
         assert row.group(1) == scenario.stops_with.value
     assert result.stdout.count("invoke_agent ") == len(SCENARIOS)  # one span tree per run
+    # per tool, successes out of requests: three inventory checks ran and failed, the refund was denied
+    assert re.search(r"┃ tools\s+┃\n.*┃ succeeded/requested\s+┃", result.stdout)
+    assert re.search(r"│ no-progress .*│ check_inventory 0/3\s+│", result.stdout)
+    assert re.search(r"│ prompt-injection .*│ read_ticket 1/1, refund 0/1\s+│", result.stdout)
 
 
 def test_demo_file_is_spec_shaped_otlp_json(flat_out_demo):
@@ -375,6 +380,20 @@ def test_an_unreachable_jaeger_is_one_line():
                          "cannot reach Jaeger")
 
 
+def test_jaeger_credentials_in_the_url_are_sent_as_basic_auth_and_never_printed(jaeger):
+    password = "hunter22-jaeger"
+    jaeger.answer("/api/traces", {"data": [], "errors": None})
+    with_credentials = jaeger.url.replace("http://", f"http://reader:{password}@")
+    result = tracedagent("traces", "--jaeger", with_credentials)
+    assert result.returncode == 0, result.stderr
+    (request,) = jaeger.requests
+    assert base64.b64decode(request.headers["authorization"].removeprefix("Basic ")).decode() == f"reader:{password}"
+    assert f"at {jaeger.url}." in result.stdout and password not in result.stdout
+    unreachable = f"http://reader:{password}@127.0.0.1:{free_port()}"
+    assert_fails_cleanly(tracedagent("traces", "--jaeger", unreachable), "cannot reach Jaeger at http://127.0.0.1:")
+    assert password not in tracedagent("traces", "--jaeger", unreachable).stderr
+
+
 def test_a_jaeger_url_that_is_not_one():
     assert_fails_cleanly(tracedagent("traces", "--jaeger", "localhost:16686"), "not a usable Jaeger URL")
 
@@ -401,8 +420,27 @@ def test_something_that_is_not_jaeger(jaeger):
 
 @pytest.mark.parametrize("args, message", [
     (("trace", "not-a-trace-id"), "is not a trace id"),
+    (("show", DATA / "demo-otlp.json", "--trace", "not-a-trace-id"), "Invalid value for '--trace': 'not-a-trace-id' is not"),
+    (("show", "no-such-file.json", "--trace", "zz"), "Invalid value for '--trace'"),
     (("traces", "--since", "yesterday"), "is not a time span"),
     (("traces", "--stop", "tired"), "Invalid value for '--stop'"),
+    (("demo", "--otlp", "http://[::1"), "Invalid value for '--otlp': not a usable URL"),
+    (("demo", "--otlp", "http://h:99999"), "Invalid value for '--otlp': not a usable URL (its port"),
+    (("doctor", "--otlp", "http://[::1"), "Invalid value for '--otlp': not a usable URL"),
+    (("doctor", "--otlp", "http://h:99999"), "Invalid value for '--otlp': not a usable URL (its port"),
+    (("doctor", "--prometheus", "http://h:99999"), "Invalid value for '--prometheus': not a usable URL"),
+    (("traces", "--jaeger", "http://[::1"), "Invalid value for '--jaeger': not a usable URL"),
 ])
 def test_bad_arguments_are_usage_errors(args, message):
     assert_fails_cleanly(tracedagent(*args), message, status=2)
+
+
+@pytest.mark.parametrize("command", ["demo", "doctor"])
+@pytest.mark.parametrize("variable", [N.ENV_OTLP_ENDPOINT, N.ENV_OTLP_METRICS_ENDPOINT])
+@pytest.mark.parametrize("value", ["http://[::1", "http://user:s3cr3t-key@h:99999"])
+def test_an_endpoint_variable_that_is_not_a_url_is_one_line_naming_it(command, variable, value):
+    env = {N.ENV_OTLP_ENDPOINT: "http://127.0.0.1:1", variable: value}  # the metrics one alone names no collector
+    result = tracedagent(command, "--timeout" if command == "doctor" else "--pace", "0.1" if command == "doctor" else "0",
+                         env=env)
+    assert_fails_cleanly(result, f"Error: {variable} is not a usable URL")
+    assert "s3cr3t" not in result.stderr

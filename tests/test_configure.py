@@ -211,6 +211,17 @@ def test_unknown_protocol_argument_is_refused() -> None:
         configure(protocol="http/json", set_global=False)
 
 
+@pytest.mark.parametrize("endpoint", ["http://[::1", f"http://user:{SECRET}@127.0.0.1:99999"])
+def test_an_endpoint_that_is_not_a_url_is_refused_naming_its_source_not_its_value(
+        endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match=r"^endpoint is not a usable URL") as argument:
+        configure(endpoint=endpoint, set_global=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    with pytest.raises(ValueError, match=r"^OTEL_EXPORTER_OTLP_ENDPOINT is not a usable URL") as variable:
+        configure(set_global=False)
+    assert SECRET not in str(argument.value) + str(variable.value)
+
+
 def test_unknown_protocol_variable_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
@@ -218,6 +229,17 @@ def test_unknown_protocol_variable_falls_back_with_a_warning(monkeypatch: pytest
     telemetry.shutdown(timeout=0.5)
     assert telemetry.protocol == "grpc"
     assert any("http/json" in r.getMessage() for r in caplog.records if r.name == "tracedagent")
+
+
+def test_traces_can_be_turned_off_by_the_standard_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")
+    with HttpReceiver() as receiver:
+        telemetry = configure(protocol="http/protobuf", endpoint=receiver.endpoint, set_global=False)
+        run = make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown()
+    assert run.ok and run.trace_id, "the run and its trace id do not depend on exporting"
+    assert (telemetry.endpoint, telemetry.protocol, telemetry.spans_exported) == (None, None, 0)
+    assert receiver.spans() == [] and N.METRIC_RUNS in receiver.metric_names()
 
 
 @pytest.mark.parametrize("how", ["argument", "variable"])
@@ -330,6 +352,17 @@ def test_headers_never_appear_in_logs_or_repr(monkeypatch: pytest.MonkeyPatch,
     assert SECRET not in repr(telemetry)
 
 
+def test_credentials_of_an_endpoint_written_without_scheme_are_not_shown() -> None:
+    """``user:key@host:4317`` is a gRPC endpoint with credentials (``http://`` implied), not a
+    URL whose scheme is ``user``."""
+    port = closed_port()
+    telemetry = configure(endpoint=f"user:{SECRET}@127.0.0.1:{port}", protocol="grpc", metrics=False,
+                          export_timeout=0.5, set_global=False)
+    telemetry.shutdown(timeout=0.5)
+    assert telemetry.endpoint == f"http://127.0.0.1:{port}"
+    assert SECRET not in repr(telemetry)
+
+
 # --- the global path: one subprocess each -------------------------------------------------------
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -375,10 +408,30 @@ def test_global_configure_is_idempotent_and_flushes_at_exit(protocol: str) -> No
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("configure() was already called") == 1, result.stderr
     assert "service_name" in result.stderr
+    assert "was shut down" not in result.stderr
     spans = receiver.spans()
     assert len({s.span_id for s in spans}) == len(spans), "a second configure() added a second exporter"
     assert sorted(s.name for s in spans) == expected_span_names()
     assert N.METRIC_RUNS in receiver.metric_names()
+
+
+def test_configure_after_a_shutdown_warns_once_that_the_global_pipeline_is_stopped() -> None:
+    with HttpReceiver() as receiver:
+        result = run_script(f"""
+            with configure(protocol="http/protobuf", endpoint={receiver.endpoint!r}, metrics=False) as first:
+                make_agent().run("add 2 and 3")
+            print(first.spans_exported)
+            assert configure(protocol="http/protobuf", endpoint={receiver.endpoint!r}, metrics=False) is first
+            assert configure(protocol="http/protobuf", endpoint={receiver.endpoint!r}, metrics=False) is first
+            make_agent().run("add 2 and 3")  # into the stopped provider: dropped
+            print(first.spans_exported)
+        """)
+    assert result.returncode == 0, result.stderr
+    delivered = str(len(expected_span_names()))
+    assert result.stdout.split() == [delivered, delivered], "the second run's spans went nowhere"
+    warnings = [line for line in result.stderr.splitlines() if "global telemetry pipeline was shut down" in line]
+    assert len(warnings) == 1, result.stderr
+    assert "spans are dropped" in warnings[0] and "cannot be replaced" in warnings[0]
 
 
 def test_an_installed_application_provider_is_used_not_replaced() -> None:

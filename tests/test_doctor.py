@@ -228,7 +228,7 @@ def test_whatever_a_check_reports_has_the_secrets_blanked():
 # --- which OTLP endpoints: the ones configure() exports to ------------------------------------
 
 OTLP_VARIABLES = [N.ENV_OTLP_ENDPOINT, N.ENV_OTLP_TRACES_ENDPOINT, N.ENV_OTLP_METRICS_ENDPOINT, N.ENV_OTLP_PROTOCOL,
-                  N.ENV_OTLP_TRACES_PROTOCOL, N.ENV_OTLP_METRICS_PROTOCOL, N.ENV_METRICS_EXPORTER]
+                  N.ENV_OTLP_TRACES_PROTOCOL, N.ENV_OTLP_METRICS_PROTOCOL, N.ENV_METRICS_EXPORTER, N.ENV_TRACES_EXPORTER]
 
 
 def otlp_rows(**arguments: Any) -> list[tuple[str, str]]:
@@ -270,3 +270,13 @@ def test_doctor_checks_where_configure_exports(monkeypatch, variables, arguments
         monkeypatch.setenv(name, value)
     assert otlp_rows(**arguments) == expected
     assert exports_to(**arguments) in [url for _, url in expected], "configure sends its spans to a checked URL"
+
+
+def test_doctor_skips_the_receiver_of_a_signal_that_is_off(monkeypatch):
+    for name in OTLP_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(N.ENV_OTLP_ENDPOINT, "http://collector.internal:4317")
+    monkeypatch.setenv(N.ENV_TRACES_EXPORTER, "none")
+    assert otlp_rows() == [("collector OTLP gRPC (metrics)", "http://collector.internal:4317")]
+    monkeypatch.setenv(N.ENV_METRICS_EXPORTER, "none")
+    assert otlp_rows() == []

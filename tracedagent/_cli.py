@@ -35,7 +35,7 @@ from rich.table import Table
 from . import _doctor
 from . import _names as N
 from ._budget import Stop
-from ._configure import Telemetry, configure, export_target
+from ._configure import Telemetry, configure, export_target, split_url, without_credentials
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from ._loop import Agent
 from ._run import Run
@@ -76,9 +76,19 @@ def cli() -> None:
 
 # --- demo --------------------------------------------------------------------------------
 
+def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuses, as a usage error, a URL that cannot even be split (``http://[::1``, port 99999)."""
+    if value is not None:
+        try:
+            split_url(value)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return value
+
+
 def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--jaeger", "jaeger_url", metavar="URL", envvar=N.ENV_JAEGER_URL,
-                        default=N.DEFAULT_JAEGER_URL, show_default=True,
+                        default=N.DEFAULT_JAEGER_URL, show_default=True, callback=_url,
                         help=f"Jaeger's query service (env {N.ENV_JAEGER_URL}).")(f)
 
 
@@ -88,7 +98,7 @@ def _otlp_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option("--protocol", type=click.Choice([N.PROTOCOL_GRPC, N.PROTOCOL_HTTP]),
                      help=f"OTLP protocol (default: ${N.ENV_OTLP_PROTOCOL}, else {N.DEFAULT_PROTOCOL}); "
                           f"the local collector takes gRPC on 4317 and HTTP on 4318.")(f)
-    return click.option("--otlp", "otlp_endpoint", metavar="URL",
+    return click.option("--otlp", "otlp_endpoint", metavar="URL", callback=_url,
                         help=f"The collector's OTLP endpoint (default: ${N.ENV_OTLP_ENDPOINT}).")(f)
 
 
@@ -127,11 +137,14 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     load_mode = runs is not None
     plan = [chosen[i % len(chosen)] for i in range(len(chosen) if runs is None else runs)]
     # A collector is used when one is named, by --otlp or by the variables configure() reads.
-    sends = export_target("traces", endpoint=otlp_endpoint, protocol=protocol).endpoint_named
-    if protocol and not sends:
-        raise click.UsageError(f"--protocol needs a collector: give --otlp URL (or set {N.ENV_OTLP_ENDPOINT})")
-    telemetry = configure(service_name=service, endpoint=otlp_endpoint, protocol=protocol,
-                          set_global=False) if sends else None
+    try:
+        sends = export_target("traces", endpoint=otlp_endpoint, protocol=protocol).endpoint_named
+        if protocol and not sends:
+            raise click.UsageError(f"--protocol needs a collector: give --otlp URL (or set {N.ENV_OTLP_ENDPOINT})")
+        telemetry = configure(service_name=service, endpoint=otlp_endpoint, protocol=protocol,
+                              set_global=False) if sends else None
+    except ValueError as exc:  # a variable's endpoint that is not a URL (--otlp was checked already)
+        raise click.ClickException(str(exc)) from None
     if telemetry is not None:
         tracer_provider, meter_provider = telemetry.tracer_provider, telemetry.meter_provider
     else:  # embedded: nothing leaves the process but the file
@@ -161,7 +174,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     if recording.error is not None:
         raise click.ClickException(f"could not record the spans in {out}: {recording.error}")
 
-    jaeger = jaeger_url.rstrip("/")
+    jaeger = without_credentials(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
     if load_mode:
         _console.print(stop_counts_table(recording.summaries, title=f"{len(finished)} runs by stop reason"))
     else:
@@ -225,9 +238,19 @@ def _print_traces(traces: Sequence[Trace], *, title: str) -> None:
 
 # --- show --------------------------------------------------------------------------------
 
+_TRACE_ID = re.compile(r"^[0-9a-fA-F]{1,32}$")
+
+
+def _trace_id(value: str) -> str:
+    if not _TRACE_ID.match(value):
+        raise click.BadParameter(f"{value!r} is not a trace id (up to 32 hex digits)")
+    return value.lower()
+
+
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--trace", "trace_id", metavar="ID", help="Only this trace.")
+@click.option("--trace", "trace_id", metavar="ID", help="Only this trace.",
+              callback=lambda ctx, param, value: None if value is None else _trace_id(value))
 def show(file: Path, trace_id: str | None) -> None:
     """Render an OTLP/JSON trace file (such as the one `demo` writes)."""
     try:
@@ -235,7 +258,7 @@ def show(file: Path, trace_id: str | None) -> None:
     except OtlpJsonError as exc:
         raise click.ClickException(str(exc)) from None
     if trace_id is not None:
-        traces = [t for t in traces if t.trace_id == _trace_id(trace_id).zfill(32)]
+        traces = [t for t in traces if t.trace_id == trace_id.zfill(32)]
         if not traces:
             raise click.ClickException(f"{file}: no trace {trace_id}")
     _print_traces(traces, title=f"{file}: {len(traces)} trace{'s' if len(traces) != 1 else ''}")
@@ -283,19 +306,10 @@ def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | 
     filters = ", ".join(f"{k}={v}" for k, v in (("stop", stop_reason), ("agent", agent)) if v)
     if not runs:
         _console.print(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
-                       + f" at {jaeger_url}.")
+                       + f" at {without_credentials(jaeger_url)}.")
         return
     _console.print(listing_table(runs, title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
     _console.print("Render one with `tracedagent trace ID`.")
-
-
-_TRACE_ID = re.compile(r"^[0-9a-fA-F]{1,32}$")
-
-
-def _trace_id(value: str) -> str:
-    if not _TRACE_ID.match(value):
-        raise click.BadParameter(f"{value!r} is not a trace id (up to 32 hex digits)")
-    return value.lower()
 
 
 @cli.command("trace")
@@ -315,13 +329,14 @@ def trace_command(trace_id: str, jaeger_url: str) -> None:
 @cli.command(short_help="Check that the collector, Jaeger, Prometheus and Alertmanager answer.")
 @_otlp_options
 @click.option("--collector-health", metavar="URL", envvar=N.ENV_COLLECTOR_HEALTH_URL,
-              default=N.DEFAULT_COLLECTOR_HEALTH_URL, show_default=True,
+              default=N.DEFAULT_COLLECTOR_HEALTH_URL, show_default=True, callback=_url,
               help=f"The collector's health_check extension (env {N.ENV_COLLECTOR_HEALTH_URL}).")
 @_jaeger_option
 @click.option("--prometheus", "prometheus_url", metavar="URL", envvar=N.ENV_PROMETHEUS_URL,
-              default=N.DEFAULT_PROMETHEUS_URL, show_default=True, help=f"Prometheus (env {N.ENV_PROMETHEUS_URL}).")
+              default=N.DEFAULT_PROMETHEUS_URL, show_default=True, callback=_url,
+              help=f"Prometheus (env {N.ENV_PROMETHEUS_URL}).")
 @click.option("--alertmanager", "alertmanager_url", metavar="URL", envvar=N.ENV_ALERTMANAGER_URL,
-              default=N.DEFAULT_ALERTMANAGER_URL, show_default=True,
+              default=N.DEFAULT_ALERTMANAGER_URL, show_default=True, callback=_url,
               help=f"Alertmanager (env {N.ENV_ALERTMANAGER_URL}).")
 @click.option("--timeout", type=click.FloatRange(0.1, 60), default=N.DOCTOR_TIMEOUT, show_default=True,
               metavar="SECONDS", help="How long each check may take (they all run at once).")
@@ -333,8 +348,11 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
     --protocol, else OTEL_EXPORTER_OTLP_*); with none named, both local defaults (gRPC 4317,
     HTTP 4318) are checked. Exit status 0 when everything is reachable, 1 otherwise.
     """
-    checks = _doctor.plan(otlp=otlp_endpoint, protocol=protocol, collector_health=collector_health,
-                          jaeger=jaeger_url, prometheus=prometheus_url, alertmanager=alertmanager_url)
+    try:
+        checks = _doctor.plan(otlp=otlp_endpoint, protocol=protocol, collector_health=collector_health,
+                              jaeger=jaeger_url, prometheus=prometheus_url, alertmanager=alertmanager_url)
+    except ValueError as exc:  # a variable's OTLP endpoint that is not a URL (the options were checked)
+        raise click.ClickException(str(exc)) from None
     started = time.perf_counter()
     outcomes = _doctor.run(checks, timeout=timeout)
     seconds = time.perf_counter() - started

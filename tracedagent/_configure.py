@@ -15,8 +15,8 @@ Four decisions shape it:
 * **Never replace what the application installed.** OpenTelemetry's global providers can
   be set once per process; if the application got there first, its provider is used as
   is, with one warning, and nothing is added to it.
-* **A missing collector costs at most about 2 s at exit.** The SDK's defaults wait about
-  7 s at exit for 10 pending spans and 30 s for 5,000 when nothing listens, and 10 s when
+* **A missing collector costs at most about 2 s at exit.** The SDK's defaults wait 7-8 s
+  at exit for 10 pending spans and 30 s for 5,000 when nothing listens, and 10 s when
   the collector hangs (``benchmarks/exit_time.py``). Here each export is bounded
   (``export_timeout``), exports are dropped at once during shutdown when the collector is
   known to be down, and the shutdown itself runs on a helper thread that the caller waits
@@ -42,7 +42,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics._internal import _ProxyMeterProvider  # the "nothing installed yet" global
@@ -59,9 +59,10 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.util.re import parse_env_headers
 
 from . import _names as N
+from ._secrets import redact
 
 __all__ = ["ExportTarget", "Telemetry", "configure", "export_target", "metrics_wanted", "secret_values",
-           "without_credentials"]
+           "split_url", "traces_wanted", "without_credentials"]
 
 _log = logging.getLogger("tracedagent")
 
@@ -78,6 +79,8 @@ _HTTP_PATH = {"traces": N.HTTP_TRACES_PATH, "metrics": N.HTTP_METRICS_PATH}
 _lock = threading.Lock()
 _global: Telemetry | None = None
 """The handle of the process-wide (``set_global=True``) configuration, once there is one."""
+_warned_stopped = False
+"""Whether ``configure()`` has said that ``_global`` was shut down (it says so once)."""
 
 
 # --- the handle ---------------------------------------------------------------------------
@@ -240,6 +243,8 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
     * ``resource_attributes``: merged over ``OTEL_RESOURCE_ATTRIBUTES``.
     * ``metrics``: ``False`` exports no metrics; ``None`` exports them unless
       ``OTEL_METRICS_EXPORTER=none``.
+    * Spans are exported unless ``OTEL_TRACES_EXPORTER=none``; then the tracer provider is
+      still built (runs keep their trace ids) but has no exporter.
     * ``metric_export_interval`` (seconds): ``OTEL_METRIC_EXPORT_INTERVAL`` (ms), else 60 s.
     * ``export_timeout`` (seconds, per export, retries included):
       ``OTEL_EXPORTER_OTLP_[SIGNAL_]TIMEOUT`` (seconds, as the Python SDK reads it), else 2 s.
@@ -248,7 +253,8 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
       ``**telemetry.providers`` to ``Agent``; each such call builds a new pipeline.
 
     With ``set_global=True`` it is idempotent: a second call returns the first handle (and
-    warns if it asked for different settings). If the application already installed a
+    warns if it asked for different settings, and once if that handle was shut down: its
+    providers drop spans, and OpenTelemetry's global providers cannot be replaced). If the application already installed a
     global tracer or meter provider, that provider is used as it is - one warning says
     so - and tracedagent adds no exporter to it.
     """
@@ -258,11 +264,17 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
                 metrics, metric_export_interval, export_timeout)
     if not set_global:
         return _build(settings, install=False)
-    global _global
+    global _global, _warned_stopped
     with _lock:
         if _global is None:
             _global = _build(settings, install=True)
-        elif _global._settings != settings:
+            return _global
+        if _global._stopped and any(_global._owns) and not _warned_stopped:
+            _warned_stopped = True
+            _log.warning("tracedagent: the global telemetry pipeline was shut down; spans are dropped - "
+                         "OpenTelemetry's global providers cannot be replaced in a process (shut it down only "
+                         "at the end, or use configure(set_global=False) for a pipeline of your own)")
+        if _global._settings != settings:
             changed = [name for name, old, new in zip(_SETTING_NAMES, _global._settings, settings) if old != new]
             _log.warning("tracedagent: configure() was already called; keeping the first configuration "
                          "(this call asked for different %s)", ", ".join(changed))
@@ -277,6 +289,7 @@ def _build(settings: tuple[Any, ...], *, install: bool) -> Telemetry:
     (service_name, endpoint, protocol, headers, resource_attributes, metrics_on, metric_export_interval,
      export_timeout) = settings
     metrics_on = metrics_wanted(metrics_on)
+    traces_on = traces_wanted()
 
     app_tracer = app_meter = None
     if install:
@@ -291,12 +304,13 @@ def _build(settings: tuple[Any, ...], *, install: bool) -> Telemetry:
     if app_tracer is not None:
         tracer_provider = app_tracer
     else:
-        span_exporter, url, traces_protocol = _exporter("traces", protocol, endpoint, headers, export_timeout,
-                                                        collectors)
-        exporters.append(span_exporter)
-        where = (url, traces_protocol)
         sdk_tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # our atexit bounds it
-        sdk_tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+        if traces_on:  # off: spans still get trace ids (for logs), and go nowhere
+            span_exporter, url, traces_protocol = _exporter("traces", protocol, endpoint, headers, export_timeout,
+                                                            collectors)
+            exporters.append(span_exporter)
+            where = (url, traces_protocol)
+            sdk_tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
         tracer_provider = sdk_tracer_provider
 
     meter_provider: metrics.MeterProvider
@@ -328,6 +342,12 @@ def metrics_wanted(metrics: bool | None) -> bool:
     if metrics is not None:
         return metrics
     return os.environ.get(N.ENV_METRICS_EXPORTER, "").strip().lower() != "none"
+
+
+def traces_wanted() -> bool:
+    """Spans are exported unless ``OTEL_TRACES_EXPORTER=none``, which (as in the SDK's own
+    auto-configuration) keeps the tracer provider and drops only its exporter."""
+    return os.environ.get(N.ENV_TRACES_EXPORTER, "").strip().lower() != "none"
 
 
 def _installed_providers(metrics_on: bool) -> tuple[trace.TracerProvider | None, metrics.MeterProvider | None]:
@@ -383,7 +403,10 @@ class ExportTarget:
 
 def export_target(signal: str, *, endpoint: str | None = None, protocol: str | None = None) -> ExportTarget:
     """Where ``configure(endpoint=..., protocol=...)`` sends ``signal`` (``"traces"`` or ``"metrics"``):
-    an argument, else the standard variables, else tracedagent's default."""
+    an argument, else the standard variables, else tracedagent's default.
+
+    Raises ``ValueError`` naming the argument or variable when the endpoint is not a URL.
+    """
     protocol_env, endpoint_env, headers_env, _ = _SIGNAL_ENV[signal]
     env_protocol = None if protocol else _protocol_from_env(protocol_env)
     resolved = protocol or env_protocol or N.DEFAULT_PROTOCOL
@@ -396,11 +419,19 @@ def export_target(signal: str, *, endpoint: str | None = None, protocol: str | N
     # reads it, appending the signal path to a base URL), else tracedagent's default.
     sdk_endpoint: str | None
     if endpoint:
-        sdk_endpoint = url = signal_url(endpoint)
-    elif os.environ.get(endpoint_env) or os.environ.get(N.ENV_OTLP_ENDPOINT):
-        sdk_endpoint, url = None, os.environ.get(endpoint_env) or signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
+        source, sdk_endpoint = "endpoint", signal_url(endpoint)
+        url = sdk_endpoint
+    elif os.environ.get(endpoint_env):
+        source, sdk_endpoint, url = endpoint_env, None, os.environ[endpoint_env]
+    elif os.environ.get(N.ENV_OTLP_ENDPOINT):
+        source, sdk_endpoint, url = N.ENV_OTLP_ENDPOINT, None, signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
     else:
-        sdk_endpoint = url = signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
+        source, sdk_endpoint = "the default", signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
+        url = sdk_endpoint
+    try:
+        split_url(url)
+    except ValueError as exc:  # say where the bad URL came from, not what it is: it may hold credentials
+        raise ValueError(f"{source} is {exc}") from None
     headers = parse_env_headers(os.environ.get(headers_env) or os.environ.get(N.ENV_OTLP_HEADERS, ""), liberal=True)
     return ExportTarget(signal=signal, protocol=resolved, url=url, sdk_endpoint=sdk_endpoint, headers=headers,
                         endpoint_named=bool(endpoint) or sdk_endpoint is None,
@@ -458,16 +489,35 @@ def _sdk_exporter(signal: str, http: bool, url: str | None, headers: dict[str, s
 
 
 def secret_values(url: str, headers: Mapping[str, str]) -> set[str]:
-    """What an SDK error message must not carry into our log: header values and URL credentials."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    found = {value for value in headers.values() if len(value) >= 4}
+    """What an SDK error message must not carry into our log: header values and URL credentials
+    (``_secrets.redact`` blanks those long enough to be secrets)."""
+    parts = split_url(url)
+    found = set(headers.values())
     found.update(part for part in (parts.username, parts.password) if part)
     return found
 
 
+def split_url(url: str) -> SplitResult:
+    """``url`` in parts, ``http://`` assumed when it names no scheme: an OTLP gRPC endpoint is
+    often written ``host:4317``, and ``urlsplit`` would take ``host`` for the scheme.
+
+    Raises ``ValueError`` when ``url`` is not one (an unclosed IPv6 ``[``, a port out of
+    range...), with a message that quotes no part of it: it may hold credentials.
+    """
+    try:
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+    except ValueError:
+        raise ValueError("not a usable URL (expected scheme://host:port)") from None
+    try:
+        parts.port  # urlsplit checks the port only when it is read
+    except ValueError:
+        raise ValueError("not a usable URL (its port is not a number from 0 to 65535)") from None
+    return parts
+
+
 def without_credentials(url: str) -> str:
     """``url`` without its ``user:password@``, if it has one."""
-    parts = urlsplit(url)
+    parts = split_url(url)
     if not (parts.username or parts.password):
         return url
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
@@ -475,7 +525,7 @@ def without_credentials(url: str) -> str:
 
 def _display(url: str) -> str:
     """``scheme://host:port`` of a URL, for messages: no path, and no user:password@."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
+    parts = split_url(url)
     host = parts.hostname or ""
     host = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
@@ -501,8 +551,7 @@ class _Collector:
             if self.down:
                 return
             self.down = True
-        for secret in sorted(self.secrets, key=len, reverse=True):
-            reason = reason.replace(secret, "***") if reason else reason
+        reason = redact(reason, self.secrets) if reason else reason
         _log.warning("tracedagent: cannot reach the collector at %s (%s); spans are being dropped; start it "
                      "with `make stack-up` or `docker compose up -d` (`tracedagent doctor` checks every endpoint)",
                      self.where, reason or "export failed")

@@ -337,8 +337,6 @@ class Recording(SpanProcessor):
         """Traces by trace id (when ``keep_trees``)."""
         self.summaries: list[RunSummary] = []
         """Every run's summary, in the order the runs ended."""
-        self.spans = 0
-        """Spans seen."""
         self.error: Exception | None = None
         """The first failure to write or read back a trace (the file then lacks it)."""
         self._open: dict[int, list[ReadableSpan]] = {}
@@ -349,7 +347,6 @@ class Recording(SpanProcessor):
 
     def on_end(self, span: ReadableSpan) -> None:
         with self._lock:
-            self.spans += 1
             spans = self._open.setdefault(span.context.trace_id, [])
             spans.append(span)
             if span.parent is not None:

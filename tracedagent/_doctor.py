@@ -22,24 +22,20 @@ export request is valid OTLP and carries no data. When neither an argument nor a
 names an endpoint or a protocol, both local defaults (gRPC 4317 and HTTP 4318) are checked.
 
 Every check runs on its own thread under the same timeout, so the doctor answers within
-about that timeout even when nothing is up. Header values and URL credentials go only where
+that timeout plus ``_GRACE`` (0.5 s) even when nothing is up. Header values and URL credentials go only where
 they belong: URLs are shown without ``user:password@``, and error texts have secret
 values blanked.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import http.client
 import json
 import threading
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Sequence
 
 import grpc
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
@@ -49,8 +45,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceS
 from rich.table import Table
 from rich.text import Text
 
+from . import _http
 from . import _names as N
-from ._configure import ExportTarget, export_target, metrics_wanted, secret_values, without_credentials
+from ._configure import (ExportTarget, export_target, metrics_wanted, secret_values, split_url,
+                         traces_wanted, without_credentials)
+from ._secrets import redact
 
 __all__ = ["Check", "Outcome", "plan", "run", "table", "START_THE_STACK"]
 
@@ -122,7 +121,7 @@ def plan(*, otlp: str | None, protocol: str | None, collector_health: str, jaege
 
 def _otlp_checks(endpoint: str | None, protocol: str | None) -> list[Check]:
     """One check per distinct (protocol, URL) that ``configure`` would export to."""
-    signals = ["traces", "metrics"] if metrics_wanted(None) else ["traces"]
+    signals = [signal for signal, on in (("traces", traces_wanted()), ("metrics", metrics_wanted(None))) if on]
     targets = [export_target(signal, endpoint=endpoint, protocol=protocol) for signal in signals]
     if not any(t.endpoint_named or t.protocol_named for t in targets):
         # Nothing chosen: the local stack offers both receivers, and either may be the one wanted.
@@ -177,11 +176,8 @@ def run(checks: Sequence[Check], *, timeout: float = N.DOCTOR_TIMEOUT) -> list[O
 
 
 def _redacted(outcome: Outcome, secrets: frozenset[str]) -> Outcome:
-    detail, hint = outcome.detail, outcome.hint
-    for secret in sorted(secrets, key=len, reverse=True):
-        detail = detail.replace(secret, "***")
-        hint = hint.replace(secret, "***") if hint else hint
-    return Outcome(reachable=outcome.reachable, detail=detail, hint=hint)
+    return Outcome(reachable=outcome.reachable, detail=redact(outcome.detail, secrets),
+                   hint=redact(outcome.hint, secrets) if outcome.hint else outcome.hint)
 
 
 def table(checks: Sequence[Check], outcomes: Sequence[Outcome]) -> Table:
@@ -206,8 +202,8 @@ def _grpc_export(targets: Sequence[ExportTarget], timeout: float) -> Outcome:
     """An empty ``Export`` call per signal, as the SDK's gRPC exporter would make it (TLS for
     ``https``); the targets share one URL."""
     url = targets[0].url
-    parts = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-    address = parts.netloc.rpartition("@")[2]
+    parts = split_url(without_credentials(url))
+    address = parts.netloc
     channel = (grpc.secure_channel(address, grpc.ssl_channel_credentials()) if parts.scheme == "https"
                else grpc.insecure_channel(address))
     started = time.monotonic()
@@ -251,11 +247,11 @@ def _http_export(targets: Sequence[ExportTarget], timeout: float) -> Outcome:
     for target in targets:
         request = ExportTraceServiceRequest() if target.signal == "traces" else ExportMetricsServiceRequest()
         try:
-            status, _ = _http(target.url, max(0.01, started + timeout - time.monotonic()),
-                              body=request.SerializeToString(),
-                              headers={**target.headers, "Content-Type": "application/x-protobuf"})
+            status, _ = _http.request(target.url, max(0.01, started + timeout - time.monotonic()),
+                                      max_bytes=_MAX_BODY, body=request.SerializeToString(),
+                                      headers={**target.headers, "Content-Type": "application/x-protobuf"})
         except Exception as exc:
-            if isinstance(_reason(exc), (http.client.BadStatusLine, ConnectionResetError)):  # what a gRPC server does
+            if isinstance(_http.failure_reason(exc), (http.client.BadStatusLine, ConnectionResetError)):  # what a gRPC server does
                 return Outcome(reachable=False, detail="closed the connection without an HTTP answer",
                                hint="an OTLP gRPC port? use --protocol grpc (or OTEL_EXPORTER_OTLP_PROTOCOL)")
             return _http_failure(exc, timeout)
@@ -274,7 +270,7 @@ def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False) -> O
     """``GET`` answered with 200 (and, for Jaeger, with its ``{"data": [...]}``)."""
     started = time.monotonic()
     try:
-        status, body = _http(url, timeout)
+        status, body = _http.request(url, timeout, max_bytes=_MAX_BODY)
     except Exception as exc:
         return _http_failure(exc, timeout)
     if status == 503:
@@ -294,37 +290,8 @@ def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False) -> O
     return Outcome(reachable=True, detail=f"HTTP 200 in {_ms_since(started)}")
 
 
-def _http(url: str, timeout: float, *, body: bytes | None = None,
-          headers: Mapping[str, str] | None = None) -> tuple[int, bytes]:
-    """Status and (the start of) the body; an error status is an answer, not an exception.
-
-    Credentials in the URL become a Basic ``Authorization`` header: urllib would otherwise
-    read ``user:password@host`` as the host, and name the password in its error.
-    """
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("not an http(s) URL")
-    request_headers = dict(headers or {})
-    if parts.username or parts.password:
-        user_password = f"{urllib.parse.unquote(parts.username or '')}:{urllib.parse.unquote(parts.password or '')}"
-        request_headers["Authorization"] = "Basic " + base64.b64encode(user_password.encode()).decode()
-    request = urllib.request.Request(without_credentials(url), data=body, headers=request_headers,
-                                     method="GET" if body is None else "POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.read(_MAX_BODY)
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return exc.code, b""
-
-
-def _reason(exc: Exception) -> object:
-    """What went wrong underneath: urllib wraps some socket errors in ``URLError``, not all."""
-    return exc.reason if isinstance(exc, urllib.error.URLError) else exc
-
-
 def _http_failure(exc: Exception, timeout: float) -> Outcome:
-    reason = _reason(exc)
+    reason = _http.failure_reason(exc)
     if isinstance(reason, TimeoutError):
         return Outcome(reachable=False, detail=f"no answer within {timeout:g} s")
     if isinstance(reason, ConnectionRefusedError):

@@ -11,8 +11,8 @@ Two endpoints, the ones Jaeger's own UI uses (jaeger-query, port 16686 by defaul
 
 Both answer ``{"data": [trace, ...], "errors": [...]}`` in Jaeger's UI model (``spans`` with
 ``tags``, ``logs``, ``references``, and ``processes``), which ``decode_trace`` turns into
-``SpanRecord``. Only the standard library is used: two GET requests do not justify an
-HTTP client dependency.
+``SpanRecord``. Only the standard library is used (``_http``): two GET requests do not
+justify an HTTP client dependency.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ import json
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any, Mapping
 
+from . import _http
 from . import _names as N
+from ._configure import without_credentials
 from ._render import SpanEvent, SpanRecord
 
 __all__ = ["JaegerError", "JaegerClient", "decode_trace"]
@@ -54,8 +55,12 @@ class JaegerClient:
     def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
         parts = urllib.parse.urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise JaegerError(f"not a usable Jaeger URL: {base_url!r} (expected e.g. {N.DEFAULT_JAEGER_URL})")
+            raise JaegerError(f"not a usable Jaeger URL: {without_credentials(base_url)!r} "
+                              f"(expected e.g. {N.DEFAULT_JAEGER_URL})")
         self.base_url = base_url.rstrip("/")
+        """Where Jaeger is; may carry ``user:password@`` (sent as Basic credentials)."""
+        self.shown_url = without_credentials(self.base_url)
+        """``base_url`` for messages."""
         self.timeout = timeout
 
     def search(self, *, service: str, limit: int, since_seconds: float,
@@ -67,13 +72,13 @@ class JaegerClient:
         if tags:
             params["tags"] = json.dumps(dict(tags), separators=(",", ":"))
         answer = self._get("/api/traces", params)
-        return [decode_trace(trace) for trace in _data(answer, self.base_url)]
+        return [decode_trace(trace) for trace in _data(answer, self.shown_url)]
 
     def trace(self, trace_id: str) -> list[SpanRecord]:
         """One trace's spans; ``JaegerError`` when Jaeger does not have it."""
-        not_found = f"trace {trace_id} not found in Jaeger at {self.base_url}"
+        not_found = f"trace {trace_id} not found in Jaeger at {self.shown_url}"
         answer = self._get(f"/api/traces/{urllib.parse.quote(trace_id)}", None, not_found=not_found)
-        traces = _data(answer, self.base_url)
+        traces = _data(answer, self.shown_url)
         spans = [span for trace in traces for span in decode_trace(trace)]
         if not spans:
             raise JaegerError(not_found)
@@ -81,39 +86,39 @@ class JaegerClient:
 
     def _get(self, path: str, params: Mapping[str, str] | None, *, not_found: str | None = None) -> Any:
         url = self.base_url + path + ("?" + urllib.parse.urlencode(params) if params else "")
-        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        where = self.shown_url
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read(MAX_RESPONSE_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404 and not_found:
-                raise JaegerError(not_found) from None
-            raise JaegerError(f"Jaeger at {self.base_url} answered HTTP {exc.code}: {_error_message(exc)}") from None
+            status, body = _http.request(url, self.timeout, max_bytes=MAX_RESPONSE_BYTES + 1,
+                                         headers={"Accept": "application/json"})
         except urllib.error.URLError as exc:
             reason = getattr(exc.reason, "strerror", None) or str(exc.reason)
-            raise JaegerError(f"cannot reach Jaeger at {self.base_url} ({reason}); is it running? "
+            raise JaegerError(f"cannot reach Jaeger at {where} ({reason}); is it running? "
                               f"(set --jaeger or {N.ENV_JAEGER_URL})") from None
         except TimeoutError:
-            raise JaegerError(f"Jaeger at {self.base_url} did not answer within {self.timeout:g} s") from None
+            raise JaegerError(f"Jaeger at {where} did not answer within {self.timeout:g} s") from None
         except (http.client.HTTPException, ConnectionError) as exc:
-            raise JaegerError(f"Jaeger at {self.base_url} broke off the answer ({type(exc).__name__})") from None
+            raise JaegerError(f"Jaeger at {where} broke off the answer ({type(exc).__name__})") from None
+        if status == 404 and not_found:
+            raise JaegerError(not_found)
+        if not 200 <= status < 300:
+            raise JaegerError(f"Jaeger at {where} answered HTTP {status}: {_error_message(status, body)}")
         if len(body) > MAX_RESPONSE_BYTES:
-            raise JaegerError(f"Jaeger at {self.base_url} answered with more than {MAX_RESPONSE_BYTES >> 20} MiB")
+            raise JaegerError(f"Jaeger at {where} answered with more than {MAX_RESPONSE_BYTES >> 20} MiB")
         try:
             return json.loads(body)
         except ValueError:
-            raise JaegerError(f"Jaeger at {self.base_url} answered with something that is not JSON "
+            raise JaegerError(f"Jaeger at {where} answered with something that is not JSON "
                               f"(is that URL Jaeger's query service?)") from None
 
 
-def _error_message(exc: urllib.error.HTTPError) -> str:
+def _error_message(status: int, body: bytes) -> str:
     """Jaeger explains errors as ``{"errors": [{"code": 400, "msg": "..."}]}``."""
     try:
-        errors = json.loads(exc.read(64 * 1024)).get("errors") or []
+        errors = json.loads(body).get("errors") or []
         message = "; ".join(str(e.get("msg", "")) for e in errors if isinstance(e, dict))
-    except (ValueError, AttributeError, OSError):
+    except (ValueError, AttributeError):
         message = ""
-    return (message or exc.reason or "no explanation").splitlines()[0][:300]
+    return (message or http.client.responses.get(status, "no explanation")).splitlines()[0][:300]
 
 
 def _data(answer: Any, base_url: str) -> list[dict[str, Any]]:

@@ -143,8 +143,9 @@ class RunSummary:
     """USD at the run's prices; zero when none were given."""
     requested: tuple[str, ...]
     """Every tool the model asked for, denied calls included."""
-    executed: tuple[str, ...]
-    """Tools that ran and succeeded."""
+    succeeded: tuple[str, ...]
+    """Tools that ran and succeeded (``tracedagent.tools.executed``): a call that ran and failed
+    is requested, not succeeded."""
     start_ns: int
     """When the run started."""
     duration_ns: int
@@ -159,7 +160,7 @@ class RunSummary:
                    output_tokens=int(_number(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS))),
                    cost=_number(a.get(N.COST_USD)),
                    requested=tuple(_as_list(a.get(N.TOOLS_REQUESTED))),
-                   executed=tuple(_as_list(a.get(N.TOOLS_EXECUTED))),
+                   succeeded=tuple(_as_list(a.get(N.TOOLS_EXECUTED))),
                    start_ns=span.start_ns, duration_ns=span.duration_ns)
 
     @property
@@ -201,12 +202,12 @@ def _cost(usd: float) -> str:
 
 
 def _tools(run: RunSummary) -> str:
-    """``read_ticket 1/1, refund 0/1``: per tool, calls executed out of calls requested - the
-    gap is a denial, a failure, or a stop before dispatch."""
+    """``read_ticket 1/1, refund 0/1``: per tool, calls that succeeded out of calls requested -
+    the gap is a denial, a call that ran and failed, or a stop before dispatch."""
     if not run.requested:
         return "-"
-    requested, executed = Counter(run.requested), Counter(run.executed)
-    return ", ".join(f"{name} {executed[name]}/{count}" for name, count in requested.items())
+    requested, succeeded = Counter(run.requested), Counter(run.succeeded)
+    return ", ".join(f"{name} {succeeded[name]}/{count}" for name, count in requested.items())
 
 
 def _stop_style(stop_reason: str) -> str:
@@ -230,7 +231,7 @@ def runs_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table
     table.add_column("steps", justify="right")
     table.add_column("tokens", justify="right")
     table.add_column("cost", justify="right")
-    table.add_column("tools executed/requested")
+    table.add_column("tools\nsucceeded/requested")
     for run in runs:
         table.add_row(run.agent, Text(run.stop_reason, style=_stop_style(run.stop_reason)), str(run.steps),
                       f"{run.tokens:,}", _cost(run.cost), _tools(run))

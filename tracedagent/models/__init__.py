@@ -13,6 +13,7 @@ adapter (and its SDK) on first use.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from ._common import MalformedResponseError
@@ -21,9 +22,21 @@ if TYPE_CHECKING:
     from .anthropic import AnthropicModel
     from .openai import OpenAIChatModel
 
-__all__ = ["AnthropicModel", "MalformedResponseError", "OpenAIChatModel"]
-
 _LAZY = {"OpenAIChatModel": ".openai", "AnthropicModel": ".anthropic"}
+
+
+def _installed(sdk: str) -> bool:
+    """Whether ``sdk`` can be imported, without importing it."""
+    return importlib.util.find_spec(sdk) is not None
+
+
+# ``from tracedagent.models import *`` loads each listed adapter; one whose SDK is missing
+# would make it raise, so only the adapters of installed SDKs are listed.
+__all__ = ["MalformedResponseError"]
+if _installed("openai"):
+    __all__ += ["OpenAIChatModel"]
+if _installed("anthropic"):
+    __all__ += ["AnthropicModel"]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,13 +10,15 @@ import json
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
+from .._secrets import redact
+
 __all__ = ["MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
            "encode_arguments", "server_of", "scrub_secrets"]
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
-_MIN_SECRET_LENGTH = 16
-"""Shorter credentials (``api_key="ollama"`` for a local server) are placeholders, not secrets;
-redacting them would mangle ordinary words in an error message."""
+_MIN_API_KEY_LENGTH = 16
+"""Shorter keys (``api_key="ollama"`` for a local server) are placeholders, not secrets;
+blanking them would mangle the server's own words in its error messages."""
 
 
 class MalformedResponseError(ValueError):
@@ -77,15 +79,11 @@ def scrub_secrets(exc: BaseException, secrets: Iterable[Any]) -> None:
     server may echo the ``Authorization`` header back, and the SDK puts the body into the
     exception message, from where it reaches logs and tracebacks.
     """
-    found = [s for s in secrets if isinstance(s, str) and len(s) >= _MIN_SECRET_LENGTH]
-    if not found:
-        return
+    found = list(secrets)
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            for secret in found:
-                value = value.replace(secret, "[REDACTED]")
-            return value
+            return redact(value, found, min_length=_MIN_API_KEY_LENGTH)
         if isinstance(value, dict):
             return {k: clean(v) for k, v in value.items()}
         if isinstance(value, list):
