@@ -105,7 +105,7 @@ def kill(service: str) -> None:
             raise AssertionError(f"{pid_file} is missing: was the stack started by `make stack-up` here?")
         pytest.skip(f"the running stack was not started from this checkout ({pid_file} is missing); killing and "
                     f"restarting {service} is left to the checkout that ran `make stack-up`")
-    pid = int(pid_file.read_text().strip())
+    pid = int(pid_file.read_text().split()[0])  # line 1: the pid; line 2: the binary started
     os.kill(pid, signal.SIGKILL)
     eventually(f"{service} to die", lambda: not healthy(service), timeout=15)
 
