@@ -59,13 +59,17 @@ class _guard:
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
         if exc is None or not isinstance(exc, Exception):
             return False
-        key = (self.doing, type(exc).__name__)
-        if key not in _reported:
-            _reported.add(key)
-            _log.warning("tracedagent: telemetry failed while %s (%s); runs are unaffected, "
-                         "but their telemetry may be incomplete", self.doing, type(exc).__name__,
-                         exc_info=(exc_type, exc, tb))
+        _report(self.doing, exc)
         return True
+
+
+def _report(doing: str, exc: Exception) -> None:
+    """Log a swallowed telemetry failure, once per kind."""
+    key = (doing, type(exc).__name__)
+    if key not in _reported:
+        _reported.add(key)
+        _log.warning("tracedagent: telemetry failed while %s (%s); runs are unaffected, "
+                     "but their telemetry may be incomplete", doing, type(exc).__name__, exc_info=exc)
 
 
 class _current:
@@ -77,14 +81,20 @@ class _current:
         self.span = span
         self.token: object | None = None
 
+    # try/except rather than ``_guard``: three spans a step pass through here, and a
+    # try block costs nothing until something raises.
     def __enter__(self) -> None:
-        with _guard("attaching the span context"):
+        try:
             self.token = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception as exc:
+            _report("attaching the span context", exc)
 
     def __exit__(self, *exc_info: Any) -> None:
         if self.token is not None:
-            with _guard("detaching the span context"):
+            try:
                 otel_context.detach(self.token)  # type: ignore[arg-type]
+            except Exception as exc:
+                _report("detaching the span context", exc)
 
 
 def capture_content_from_env() -> bool:
@@ -140,6 +150,7 @@ class AgentTelemetry:
         if self.model_name:
             self.chat_attributes[N.GEN_AI_REQUEST_MODEL] = self.model_name
         self.chat_span_name = f"{N.OP_CHAT} {self.model_name or self.provider_name}"
+        self._metric_labels: dict[str | None, tuple[dict[str, Any], ...]] = {}
         self.tracer: trace.Tracer = trace.NoOpTracer()
         with _guard("getting a tracer"):
             self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
@@ -164,13 +175,27 @@ class AgentTelemetry:
             N.METRIC_OPERATION_DURATION, unit="s", description="Duration of model calls.",
             explicit_bucket_boundaries_advisory=N.OPERATION_DURATION_BUCKETS)
 
+    def metric_labels(self, response_model: str | None) -> tuple[dict[str, Any], ...]:
+        """The client metrics' labels for a response model: duration, input and output tokens.
+        Cached, as they are the same for every call a model answers."""
+        cached = self._metric_labels.get(response_model)
+        if cached is None:
+            labels = {**self.chat_attributes, **({N.GEN_AI_RESPONSE_MODEL: response_model} if response_model else {})}
+            cached = (labels, {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_INPUT},
+                      {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_OUTPUT})
+            if len(self._metric_labels) < 64:  # bounded: the provider names the response model
+                self._metric_labels[response_model] = cached
+        return cached
+
     # --- spans ------------------------------------------------------------------------
 
     def _start(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> Span:
         """Start a span as a child of the current one; a failure yields a no-op span."""
-        with _guard("starting a span"):
+        try:
             return self.tracer.start_span(name, kind=kind, attributes=attributes)
-        return INVALID_SPAN
+        except Exception as exc:
+            _report("starting a span", exc)
+            return INVALID_SPAN
 
     @contextmanager
     def run(self, state: RunState) -> Iterator[None]:
@@ -379,10 +404,10 @@ class _InstrumentedModel:
         if not t._instruments_ok:
             return
         with _guard("recording model metrics"):
-            labels = t.chat_attributes
-            if completion is not None and completion.model:
-                labels = {**labels, N.GEN_AI_RESPONSE_MODEL: completion.model}
-            t.duration.record(seconds, {**labels, N.ERROR_TYPE: error_type} if error_type else labels)
-            if completion is not None:
-                t.token_usage.record(completion.usage.input_tokens, {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_INPUT})
-                t.token_usage.record(completion.usage.output_tokens, {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_OUTPUT})
+            if completion is None:
+                t.duration.record(seconds, {**t.chat_attributes, N.ERROR_TYPE: error_type})
+                return
+            labels, input_labels, output_labels = t.metric_labels(completion.model)
+            t.duration.record(seconds, labels)
+            t.token_usage.record(completion.usage.input_tokens, input_labels)
+            t.token_usage.record(completion.usage.output_tokens, output_labels)
