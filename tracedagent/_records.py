@@ -159,4 +159,7 @@ def check_completion(completion: Any) -> Completion:
         raise TypeError(f"the model returned {type(completion).__name__}, not a Completion")
     if not isinstance(completion.usage, Usage):
         raise TypeError(f"the model's Completion has usage={type(completion.usage).__name__}, not a Usage")
+    for call in completion.tool_calls:
+        if not (isinstance(call, ToolCall) and isinstance(call.id, str) and isinstance(call.name, str)):
+            raise TypeError(f"the model's tool call {call!r:.80} is not a ToolCall with a string id and name")
     return completion

@@ -19,7 +19,7 @@ import logging
 import os
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -72,29 +72,24 @@ def _report(doing: str, exc: Exception) -> None:
                      "but their telemetry may be incomplete", doing, type(exc).__name__, exc_info=exc)
 
 
-class _current:
-    """Make ``span`` the current span (the parent of spans started) inside the block."""
+def _attach(span: Span) -> object | None:
+    """Make ``span`` the current span (the parent of spans started) until ``_detach``.
 
-    __slots__ = ("span", "token")
+    Functions with try/except rather than ``_guard``: three spans a step pass through here,
+    and a try block costs nothing until something raises."""
+    try:
+        return otel_context.attach(trace.set_span_in_context(span))
+    except Exception as exc:
+        _report("attaching the span context", exc)
+        return None
 
-    def __init__(self, span: Span) -> None:
-        self.span = span
-        self.token: object | None = None
 
-    # try/except rather than ``_guard``: three spans a step pass through here, and a
-    # try block costs nothing until something raises.
-    def __enter__(self) -> None:
+def _detach(token: object | None) -> None:
+    if token is not None:
         try:
-            self.token = otel_context.attach(trace.set_span_in_context(self.span))
+            otel_context.detach(token)  # type: ignore[arg-type]
         except Exception as exc:
-            _report("attaching the span context", exc)
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self.token is not None:
-            try:
-                otel_context.detach(self.token)  # type: ignore[arg-type]
-            except Exception as exc:
-                _report("detaching the span context", exc)
+            _report("detaching the span context", exc)
 
 
 def capture_content_from_env() -> bool:
@@ -115,10 +110,19 @@ def _truncate(text: str, limit: int) -> str:
 
 def _name(text: str) -> str:
     """A model-chosen identifier, bounded so a hostile model cannot bloat a span."""
+    if type(text) is str and len(text) <= N.MAX_NAME_LENGTH:
+        return text
     return _truncate(str(text), N.MAX_NAME_LENGTH)
 
 
-def _names(items: Sequence[str]) -> list[str]:
+def _names(items: list[str]) -> list[str]:
+    """A list of model-chosen names, bounded in length and count (as it is when it fits)."""
+    for item in items:
+        if type(item) is not str or len(item) > N.MAX_NAME_LENGTH:
+            break
+    else:
+        if len(items) <= N.MAX_LIST_ITEMS:
+            return items
     return [_name(i) for i in items[: N.MAX_LIST_ITEMS]]
 
 
@@ -154,10 +158,12 @@ class AgentTelemetry:
         self.tracer: trace.Tracer = trace.NoOpTracer()
         with _guard("getting a tracer"):
             self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
-        self._instruments_ok = False
+        self.metrics_on = False
+        """Instruments exist and record somewhere: a no-op meter skips building their labels."""
         with _guard("creating metric instruments"):
-            self._create_instruments(metrics.get_meter(N.TRACER_NAME, __version__, meter_provider))
-            self._instruments_ok = True
+            meter = metrics.get_meter(N.TRACER_NAME, __version__, meter_provider)
+            self._create_instruments(meter)
+            self.metrics_on = not isinstance(meter, metrics.NoOpMeter)
 
     def _create_instruments(self, meter: metrics.Meter) -> None:
         self.runs = meter.create_counter(N.METRIC_RUNS, unit="{run}", description="Agent runs, by stop reason.")
@@ -210,14 +216,16 @@ class AgentTelemetry:
             ctx = span.get_span_context()
             if ctx.is_valid:
                 state.trace_id = trace.format_trace_id(ctx.trace_id)
+        token = _attach(span)
         try:
-            with _current(span):
-                yield
+            yield
         except BaseException as exc:  # a bug or an interrupt: the span still ends, marked failed
             with _guard("ending a run span"):
                 _fail(span, error_type(exc))
                 span.end()
             raise
+        finally:
+            _detach(token)
         with _guard("ending a run span"):
             self._end_run_span(span, state)
         with _guard("recording run metrics"):
@@ -248,7 +256,7 @@ class AgentTelemetry:
 
     def _record_run_metrics(self, state: RunState) -> None:
         run = state.run
-        if run is None or not self._instruments_ok:
+        if run is None or not self.metrics_on:
             return
         labels = {N.GEN_AI_AGENT_NAME: self.agent_name}
         self.runs.add(1, {**labels, N.STOP_REASON: run.stop.value})
@@ -265,11 +273,11 @@ class AgentTelemetry:
             step = state.steps[-1] if state.steps and state.steps[-1].index == index else None
             if step is not None:
                 usage = step.completion.usage
+                executed, blocked = step.outcome_names()
                 span.set_attributes({
                     N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
                     N.TOOLS_REQUESTED: _names(step.requested_names),
-                    N.TOOLS_EXECUTED: _names(step.succeeded_names),
-                    N.TOOLS_BLOCKED: _names(step.blocked_names)})
+                    N.TOOLS_EXECUTED: _names(executed), N.TOOLS_BLOCKED: _names(blocked)})
             if state.run is not None and not state.run.ok:
                 span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
         span.end()
@@ -283,40 +291,7 @@ class AgentTelemetry:
 
     def instrument_dispatch(self, registry: Registry) -> Callable[[ToolCall], ToolResult]:
         """``registry.dispatch`` wrapped in an ``execute_tool`` span and the tool-call counter."""
-
-        def dispatch(call: ToolCall) -> ToolResult:
-            # A name the registry does not know is the model's invention: bounded on the span,
-            # and never a span name or metric label, which would explode their cardinality.
-            tool_name = _name(call.name)
-            label = tool_name if call.name in registry else N.UNKNOWN_TOOL_LABEL
-            attributes = {N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: tool_name,
-                          N.GEN_AI_TOOL_CALL_ID: _name(call.id), N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION}
-            span = self._start(f"{N.OP_EXECUTE_TOOL} {label}", SpanKind.INTERNAL, attributes)
-            if self.capture_content and span.is_recording():
-                with _guard("capturing tool arguments"):
-                    span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, self._content(call.arguments))
-            try:
-                with _current(span):
-                    result = registry.dispatch(call)
-            except BaseException as exc:  # a custom registry that raises, or an interrupt
-                with _guard("ending a tool span"):
-                    _fail(span, error_type(exc))
-                    span.end()
-                raise
-            with _guard("ending a tool span"):
-                span.set_attribute(N.TOOL_OUTCOME, result.outcome.value)
-                if self.capture_content and span.is_recording():
-                    span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._content(result.content))
-                if not result.ok:
-                    _fail(span, result.error_type or result.outcome.value)
-                span.end()
-            with _guard("recording tool metrics"):
-                if self._instruments_ok:
-                    self.tool_calls.add(1, {N.GEN_AI_AGENT_NAME: self.agent_name, N.GEN_AI_TOOL_NAME: label,
-                                            N.TOOL_OUTCOME: result.outcome.value})
-            return result
-
-        return dispatch
+        return _InstrumentedDispatch(registry, self)
 
     def _content(self, value: Any) -> str:
         return _truncate(to_text(value), self.content_limit)
@@ -325,20 +300,82 @@ class AgentTelemetry:
 class _StepSpan:
     """The step span as a context manager: a class, not a generator, as it runs every step."""
 
-    __slots__ = ("telemetry", "index", "state", "span", "current")
+    __slots__ = ("telemetry", "index", "state", "span", "token")
 
     def __init__(self, telemetry: AgentTelemetry, index: int, state: RunState) -> None:
         self.telemetry, self.index, self.state = telemetry, index, state
 
     def __enter__(self) -> None:
         self.span = self.telemetry._start(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: self.index})
-        self.current = _current(self.span)
-        self.current.__enter__()
+        self.token = _attach(self.span)
 
     def __exit__(self, *exc_info: Any) -> None:
-        self.current.__exit__(*exc_info)
-        with _guard("ending a step span"):
+        _detach(self.token)
+        try:
             self.telemetry._end_step_span(self.span, self.index, self.state)
+        except Exception as exc:
+            _report("ending a step span", exc)
+
+
+class _InstrumentedDispatch:
+    """``registry.dispatch`` inside an ``execute_tool`` span, then the tool-call counter."""
+
+    __slots__ = ("registry", "_t", "_by_name")
+
+    def __init__(self, registry: Registry, telemetry: AgentTelemetry) -> None:
+        self.registry = registry
+        self._t = telemetry
+        self._by_name: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
+
+    def _fixed(self, name: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """A tool's span name, fixed span attributes and metric labels, built once per
+        registered tool. A name the registry does not know is the model's invention: bounded
+        on the span, and never a span name or metric label, which would explode their
+        cardinality; it is not cached either, so a hostile model cannot grow the cache."""
+        fixed = self._by_name.get(name)
+        if fixed is None:
+            known = name in self.registry
+            label = _name(name) if known else N.UNKNOWN_TOOL_LABEL
+            fixed = (f"{N.OP_EXECUTE_TOOL} {label}",
+                     {N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: _name(name),
+                      N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION},
+                     {N.GEN_AI_AGENT_NAME: self._t.agent_name, N.GEN_AI_TOOL_NAME: label})
+            if known:
+                self._by_name[name] = fixed
+        return fixed
+
+    def __call__(self, call: ToolCall) -> ToolResult:
+        t = self._t
+        span_name, attributes, labels = self._fixed(call.name)
+        call_id = call.id if len(call.id) <= N.MAX_NAME_LENGTH else _name(call.id)
+        span = t._start(span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: call_id})
+        if t.capture_content and span.is_recording():
+            with _guard("capturing tool arguments"):
+                span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, t._content(call.arguments))
+        token = _attach(span)
+        try:
+            result = self.registry.dispatch(call)
+        except BaseException as exc:  # a custom registry that raises, or an interrupt
+            with _guard("ending a tool span"):
+                _fail(span, error_type(exc))
+                span.end()
+            raise
+        finally:
+            _detach(token)
+        outcome = result.outcome._value_  # not ``.value``: an enum property costs a call
+        try:
+            span.set_attribute(N.TOOL_OUTCOME, outcome)
+            if t.capture_content and span.is_recording():
+                span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, t._content(result.content))
+            if not result.ok:
+                _fail(span, result.error_type or outcome)
+            span.end()
+        except Exception as exc:
+            _report("ending a tool span", exc)
+        if t.metrics_on:
+            with _guard("recording tool metrics"):
+                t.tool_calls.add(1, {**labels, N.TOOL_OUTCOME: outcome})
+        return result
 
 
 class _InstrumentedModel:
@@ -363,10 +400,10 @@ class _InstrumentedModel:
             with _guard("capturing input messages"):
                 span.set_attribute(N.GEN_AI_INPUT_MESSAGES, t._content(messages))
         started = time.perf_counter()
+        token = _attach(span)
         try:
-            with _current(span):
-                completion = check_completion(self.wrapped.complete(
-                    messages, tools=tools, max_output_tokens=max_output_tokens, temperature=temperature))
+            completion = check_completion(self.wrapped.complete(
+                messages, tools=tools, max_output_tokens=max_output_tokens, temperature=temperature))
         except Exception as exc:
             # Only the type: provider error messages can echo request content or key fragments.
             with _guard("ending a chat span"):
@@ -374,9 +411,14 @@ class _InstrumentedModel:
                 span.end()
             self._record_metrics(time.perf_counter() - started, None, error_type(exc))
             raise
-        with _guard("ending a chat span"):
+        finally:
+            _detach(token)
+        try:
             self._end_span(span, completion)
-        self._record_metrics(time.perf_counter() - started, completion, None)
+        except Exception as exc:
+            _report("ending a chat span", exc)
+        if t.metrics_on:
+            self._record_metrics(time.perf_counter() - started, completion, None)
         return completion
 
     def _end_span(self, span: Span, completion: Completion) -> None:
@@ -384,12 +426,13 @@ class _InstrumentedModel:
             usage = completion.usage
             attributes: dict[str, Any] = {N.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
                                           N.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens}
+            # The provider chose these strings: bounded like every other name.
             if completion.model:
-                attributes[N.GEN_AI_RESPONSE_MODEL] = completion.model
+                attributes[N.GEN_AI_RESPONSE_MODEL] = _name(completion.model)
             if completion.response_id:
-                attributes[N.GEN_AI_RESPONSE_ID] = completion.response_id
+                attributes[N.GEN_AI_RESPONSE_ID] = _name(completion.response_id)
             if completion.finish_reason:
-                attributes[N.GEN_AI_RESPONSE_FINISH_REASONS] = [completion.finish_reason]
+                attributes[N.GEN_AI_RESPONSE_FINISH_REASONS] = [_name(completion.finish_reason)]
             if usage.cache_read_input_tokens:
                 attributes[N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_input_tokens
             if usage.cache_creation_input_tokens:
@@ -401,7 +444,7 @@ class _InstrumentedModel:
 
     def _record_metrics(self, seconds: float, completion: Completion | None, error_type: str | None) -> None:
         t = self._t
-        if not t._instruments_ok:
+        if not t.metrics_on:
             return
         with _guard("recording model metrics"):
             if completion is None:

@@ -94,6 +94,7 @@ class Registry:
             self._tools[t.name] = t
         self.policy = policy
         self._schemas = [t.schema() for t in self._tools.values()]
+        self._checks = {name: _compile(t.parameters) for name, t in self._tools.items()}
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -115,45 +116,46 @@ class Registry:
 
     def dispatch(self, call: ToolCall) -> ToolResult:
         """Run one call, turning every way it can go wrong into a named outcome."""
-
-        def result(outcome: ToolOutcome, content: str, error_type: str | None = None) -> ToolResult:
-            return ToolResult(call_id=call.id, name=call.name, content=content,
-                              outcome=outcome, error_type=error_type)
-
-        reason = self._denial(call)
+        reason = None if self.policy is None else _ask(self.policy, call)
         if reason is not None:
-            return result(ToolOutcome.DENIED, f"Denied: {reason}")
+            return _result(call, ToolOutcome.DENIED, f"Denied: {reason}")
         t = self._tools.get(call.name)
         if t is None:
             known = ", ".join(self._tools) or "none"
-            return result(ToolOutcome.UNKNOWN_TOOL,
-                          f"Error: unknown tool {call.name!r}. Available tools: {known}.")
-        arguments, problem = _parse_arguments(call.arguments, t.parameters)
+            return _result(call, ToolOutcome.UNKNOWN_TOOL,
+                           f"Error: unknown tool {call.name!r}. Available tools: {known}.")
+        arguments, problem = _parse_arguments(call.arguments, self._checks[t.name])
         if problem is not None:
-            return result(ToolOutcome.INVALID_ARGUMENTS,
-                          f"Error: invalid arguments for {t.name}: {problem}.")
+            return _result(call, ToolOutcome.INVALID_ARGUMENTS, f"Error: invalid arguments for {t.name}: {problem}.")
         try:
             content = to_text(t.fn(**arguments))
         except FatalToolError as exc:
-            return result(ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
+            return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
         except ToolError as exc:  # written for the model to read
-            return result(ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
+            return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
         except Exception as exc:
             # A tool bug is an observation, not a crash of the run. Only the class goes to the
             # model: an unexpected message can carry paths, connection strings or tokens.
-            return result(ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
-        return result(ToolOutcome.OK, content)
+            return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
+        return _result(call, ToolOutcome.OK, content)
 
-    def _denial(self, call: ToolCall) -> str | None:
-        if self.policy is None:
-            return None
-        try:
-            verdict = self.policy(call)
-        except Exception as exc:  # fail closed: a broken guardrail must not wave calls through
-            return f"the policy failed ({error_type(exc)}), so the call was not run"
-        if verdict is None or isinstance(verdict, str):
-            return verdict
-        return f"the policy returned {type(verdict).__name__}, not None or a reason, so the call was not run"
+
+def _ask(policy: Policy, call: ToolCall) -> str | None:
+    """The policy's verdict on a call: ``None`` to allow, else the reason it is denied."""
+    try:
+        verdict = policy(call)
+    except Exception as exc:  # fail closed: a broken guardrail must not wave calls through
+        return f"the policy failed ({error_type(exc)}), so the call was not run"
+    if verdict is None or isinstance(verdict, str):
+        return verdict
+    return f"the policy returned {type(verdict).__name__}, not None or a reason, so the call was not run"
+
+
+def _result(call: ToolCall, outcome: ToolOutcome, content: str, error_type: str | None = None) -> ToolResult:
+    return ToolResult(call_id=call.id, name=call.name, content=content, outcome=outcome, error_type=error_type)
+
+
+_TEXT_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one a call
 
 
 def to_text(value: Any) -> str:
@@ -162,14 +164,14 @@ def to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, default=str, ensure_ascii=False)
+        return _TEXT_JSON.encode(value)
     except (TypeError, ValueError):
         return str(value)
 
 
 # --- Arguments -------------------------------------------------------------------------
 
-def _parse_arguments(raw: dict[str, Any] | str, schema: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _parse_arguments(raw: dict[str, Any] | str, check: Check) -> tuple[dict[str, Any], str | None]:
     """Decode and validate arguments; returns ``(arguments, None)`` or ``({}, problem)``."""
     arguments: Any = raw
     if isinstance(raw, str):
@@ -179,7 +181,7 @@ def _parse_arguments(raw: dict[str, Any] | str, schema: dict[str, Any]) -> tuple
             return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
     if not isinstance(arguments, dict):
         return {}, f"arguments must be a JSON object, got {_json_type(arguments)}"
-    problem = _validate(arguments, schema, "arguments")
+    problem = check(arguments, "arguments")
     return (arguments, None) if problem is None else ({}, problem)
 
 
@@ -191,36 +193,92 @@ def _json_type(value: Any) -> str:
     return _JSON_TYPE_NAMES.get(type(value)) or type(value).__name__
 
 
-def _validate(value: Any, schema: dict[str, Any], where: str) -> str | None:
-    """The subset of JSON Schema that ``tool`` generates: type, enum, items, properties."""
+Check = Callable[[Any, str], "str | None"]
+"""A compiled schema: ``check(value, where)`` returns ``None`` or the problem, naming ``where``."""
+
+
+def _accept(value: Any, where: str) -> str | None:
+    return None
+
+
+def _compile(schema: Any) -> Check:
+    """The subset of JSON Schema that ``tool`` generates (type, enum, items, properties,
+    anyOf), resolved once per tool so that dispatch does not re-read the schema every call.
+    Keywords outside the subset, and schemas that are not objects, accept anything."""
+    if not isinstance(schema, dict):
+        return _accept
     if "anyOf" in schema:
-        if any(_validate(value, option, where) is None for option in schema["anyOf"]):
-            return None
-        return f"{where} does not match any allowed type"
+        options = [_compile(option) for option in schema["anyOf"]]
+
+        def any_of(value: Any, where: str) -> str | None:
+            if any(option(value, where) is None for option in options):
+                return None
+            return f"{where} does not match any allowed type"
+        return any_of
+
+    checks: list[Check] = []
     expected = schema.get("type")
     if expected is not None:
-        kinds = expected if isinstance(expected, list) else [expected]
-        if _json_type(value) not in kinds and not (_json_type(value) == "integer" and "number" in kinds):
-            return f"{where} must be {' or '.join(kinds)}, got {_json_type(value)}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{where} must be one of {schema['enum']}, got {value!r}"
-    if isinstance(value, (list, tuple)) and "items" in schema:
-        for i, item in enumerate(value):
-            if (problem := _validate(item, schema["items"], f"{where}[{i}]")) is not None:
+        kinds = [str(k) for k in (expected if isinstance(expected, list) else [expected])]
+        allowed = set(kinds) | ({"integer"} if "number" in kinds else set())  # an integer is a number
+        wanted = " or ".join(kinds)
+
+        def of_type(value: Any, where: str) -> str | None:
+            got = _json_type(value)
+            return None if got in allowed else f"{where} must be {wanted}, got {got}"
+        checks.append(of_type)
+    if "enum" in schema:
+        choices = schema["enum"]
+
+        def in_enum(value: Any, where: str) -> str | None:
+            return None if value in choices else f"{where} must be one of {choices}, got {value!r}"
+        checks.append(in_enum)
+    if "items" in schema:
+        item_check = _compile(schema["items"])
+
+        def items(value: Any, where: str) -> str | None:
+            if isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if (problem := item_check(item, f"{where}[{i}]")) is not None:
+                        return problem
+            return None
+        checks.append(items)
+    if isinstance(schema.get("properties"), dict):
+        checks.append(_compile_object(schema))
+
+    if not checks:
+        return _accept
+    if len(checks) == 1:
+        return checks[0]
+
+    def every(value: Any, where: str) -> str | None:
+        for check in checks:
+            if (problem := check(value, where)) is not None:
                 return problem
-    if isinstance(value, dict) and "properties" in schema:
-        properties = schema["properties"]
-        for key in schema.get("required", []):
+        return None
+    return every
+
+
+def _compile_object(schema: dict[str, Any]) -> Check:
+    properties: dict[str, Check] = {key: _compile(sub) for key, sub in schema["properties"].items()}
+    required = list(schema.get("required", []))
+    closed = schema.get("additionalProperties") is False
+
+    def object_(value: Any, where: str) -> str | None:
+        if not isinstance(value, dict):
+            return None
+        for key in required:
             if key not in value:
                 return f"{key!r} is required"
-        if schema.get("additionalProperties") is False:
-            extra = sorted(set(value) - set(properties))
-            if extra:
-                return f"unexpected argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
+        if closed and not properties.keys() >= value.keys():
+            extra = sorted(map(str, value.keys() - properties.keys()))
+            return f"unexpected argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
         for key, item in value.items():
-            if key in properties and (problem := _validate(item, properties[key], repr(key))) is not None:
+            check = properties.get(key)
+            if check is not None and (problem := check(item, repr(key))) is not None:
                 return problem
-    return None
+        return None
+    return object_
 
 
 # --- Schemas from signatures ----------------------------------------------------------
