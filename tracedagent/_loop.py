@@ -46,7 +46,7 @@ class Agent:
         self.name = name
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
-        self._telemetry = AgentTelemetry(agent_name=name, model=model, budget=budget,
+        self._telemetry = AgentTelemetry(agent_name=name, model=model,
                                          tracer_provider=tracer_provider, meter_provider=meter_provider,
                                          capture_content=capture_content)
         self._model = self._telemetry.instrument_model(model)

@@ -18,16 +18,15 @@ from __future__ import annotations
 import logging
 import os
 import time
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 
 from . import _names as N
-from ._budget import Budget
-from ._records import Completion, Message, Model, ToolCall, ToolResult, check_completion, error_type
+from ._budget import Budget, Stop
+from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, check_completion, error_type
 from ._tools import to_text
 from ._version import __version__
 
@@ -135,12 +134,11 @@ def _fail(span: Span, kind: str, description: str | None = None) -> None:
 class AgentTelemetry:
     """The spans and metrics of one ``Agent``."""
 
-    def __init__(self, *, agent_name: str, model: Model, budget: Budget,
+    def __init__(self, *, agent_name: str, model: Model,
                  tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
                  capture_content: bool | None = None) -> None:
         self.agent_name = agent_name
-        self.budget = budget
         self.provider_name = str(getattr(model, "provider_name", None) or "unknown")
         self.model_name: str | None = getattr(model, "model_name", None)
         self.capture_content = capture_content_from_env() if capture_content is None else capture_content
@@ -154,6 +152,11 @@ class AgentTelemetry:
         if self.model_name:
             self.chat_attributes[N.GEN_AI_REQUEST_MODEL] = self.model_name
         self.chat_span_name = f"{N.OP_CHAT} {self.model_name or self.provider_name}"
+        self.run_span_name = f"{N.OP_INVOKE_AGENT} {agent_name}"
+        self.run_attributes: dict[str, Any] = {
+            N.GEN_AI_OPERATION_NAME: N.OP_INVOKE_AGENT, N.GEN_AI_AGENT_NAME: agent_name,
+            N.GEN_AI_PROVIDER_NAME: self.provider_name,
+            **({N.GEN_AI_REQUEST_MODEL: self.model_name} if self.model_name else {})}
         self._metric_labels: dict[str | None, tuple[dict[str, Any], ...]] = {}
         self.tracer: trace.Tracer = trace.NoOpTracer()
         with _guard("getting a tracer"):
@@ -203,40 +206,15 @@ class AgentTelemetry:
             _report("starting a span", exc)
             return INVALID_SPAN
 
-    @contextmanager
-    def run(self, state: RunState) -> Iterator[None]:
+    def run(self, state: RunState) -> _RunSpan:
         """The ``invoke_agent`` span around one run; sets ``state.trace_id``."""
-        attributes: dict[str, Any] = {
-            N.GEN_AI_OPERATION_NAME: N.OP_INVOKE_AGENT, N.GEN_AI_AGENT_NAME: self.agent_name,
-            N.GEN_AI_PROVIDER_NAME: self.provider_name, **self._budget_attributes()}
-        if self.model_name:
-            attributes[N.GEN_AI_REQUEST_MODEL] = self.model_name
-        span = self._start(f"{N.OP_INVOKE_AGENT} {self.agent_name}", SpanKind.INTERNAL, attributes)
-        with _guard("reading the trace id"):
-            ctx = span.get_span_context()
-            if ctx.is_valid:
-                state.trace_id = trace.format_trace_id(ctx.trace_id)
-        token = _attach(span)
-        try:
-            yield
-        except BaseException as exc:  # a bug or an interrupt: the span still ends, marked failed
-            with _guard("ending a run span"):
-                _fail(span, error_type(exc))
-                span.end()
-            raise
-        finally:
-            _detach(token)
-        with _guard("ending a run span"):
-            self._end_run_span(span, state)
-        with _guard("recording run metrics"):
-            self._record_run_metrics(state)
+        return _RunSpan(self, state)
 
-    def _budget_attributes(self) -> dict[str, Any]:
-        b = self.budget
-        ceilings = {N.BUDGET_MAX_STEPS: b.max_steps, N.BUDGET_MAX_TOKENS: b.max_tokens,
-                    N.BUDGET_MAX_COST: b.max_cost, N.BUDGET_REPEAT_LIMIT: b.repeat_limit,
-                    N.BUDGET_NO_PROGRESS_LIMIT: b.no_progress_limit}
-        return {k: v for k, v in ceilings.items() if v is not None}
+    def _run_attributes(self, budget: Budget) -> dict[str, Any]:
+        ceilings = {N.BUDGET_MAX_STEPS: budget.max_steps, N.BUDGET_MAX_TOKENS: budget.max_tokens,
+                    N.BUDGET_MAX_COST: budget.max_cost, N.BUDGET_REPEAT_LIMIT: budget.repeat_limit,
+                    N.BUDGET_NO_PROGRESS_LIMIT: budget.no_progress_limit}
+        return {**self.run_attributes, **{k: v for k, v in ceilings.items() if v is not None}}
 
     def _end_run_span(self, span: Span, state: RunState) -> None:
         run = state.run
@@ -268,19 +246,16 @@ class AgentTelemetry:
         """One span per loop iteration; the model and tool spans nest inside it."""
         return _StepSpan(self, index, state)
 
-    def _end_step_span(self, span: Span, index: int, state: RunState) -> None:
-        if span.is_recording():
-            step = state.steps[-1] if state.steps and state.steps[-1].index == index else None
-            if step is not None:
-                usage = step.completion.usage
-                executed, blocked = step.outcome_names()
-                span.set_attributes({
-                    N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
-                    N.TOOLS_REQUESTED: _names(step.requested_names),
-                    N.TOOLS_EXECUTED: _names(executed), N.TOOLS_BLOCKED: _names(blocked)})
-            if state.run is not None and not state.run.ok:
-                span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
-        span.end()
+    def _step_attributes(self, index: int, state: RunState) -> dict[str, Any] | None:
+        """The step's tokens and tools, read off its record (none if the model call failed)."""
+        step = state.steps[-1] if state.steps else None
+        if step is None or step.index != index:
+            return None
+        usage = step.completion.usage
+        executed, blocked = step.outcome_names()
+        return {N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
+                N.TOOLS_REQUESTED: _names(step.requested_names),
+                N.TOOLS_EXECUTED: _names(executed), N.TOOLS_BLOCKED: _names(blocked)}
 
     # --- the model --------------------------------------------------------------------
 
@@ -291,10 +266,42 @@ class AgentTelemetry:
 
     def instrument_dispatch(self, registry: Registry) -> Callable[[ToolCall], ToolResult]:
         """``registry.dispatch`` wrapped in an ``execute_tool`` span and the tool-call counter."""
-        return _InstrumentedDispatch(registry, self)
+        return _InstrumentedDispatch(registry, self).dispatch
 
     def _content(self, value: Any) -> str:
         return _truncate(to_text(value), self.content_limit)
+
+
+class _RunSpan:
+    """The run span as a context manager; it ends once the loop has returned its ``Run``."""
+
+    __slots__ = ("telemetry", "state", "span", "token")
+
+    def __init__(self, telemetry: AgentTelemetry, state: RunState) -> None:
+        self.telemetry, self.state = telemetry, state
+
+    def __enter__(self) -> None:
+        t, state = self.telemetry, self.state
+        self.span = span = t._start(t.run_span_name, SpanKind.INTERNAL, t._run_attributes(state.budget))
+        with _guard("reading the trace id"):
+            ctx = span.get_span_context()
+            if ctx.is_valid:
+                state.trace_id = trace.format_trace_id(ctx.trace_id)
+        self.token = _attach(span)
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        _detach(self.token)
+        t, span = self.telemetry, self.span
+        if exc is not None:  # a bug or an interrupt: the span still ends, marked failed
+            with _guard("ending a run span"):
+                _fail(span, error_type(exc))
+                span.end()
+            return
+        with _guard("ending a run span"):
+            t._end_run_span(span, self.state)
+        if t.metrics_on:
+            with _guard("recording run metrics"):
+                t._record_run_metrics(self.state)
 
 
 class _StepSpan:
@@ -311,8 +318,15 @@ class _StepSpan:
 
     def __exit__(self, *exc_info: Any) -> None:
         _detach(self.token)
+        span, state = self.span, self.state
         try:
-            self.telemetry._end_step_span(self.span, self.index, self.state)
+            if span.is_recording():
+                attributes = self.telemetry._step_attributes(self.index, state)
+                if attributes is not None:
+                    span.set_attributes(attributes)
+                if state.run is not None and state.run.stop is not Stop.ANSWERED:
+                    span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
+            span.end()
         except Exception as exc:
             _report("ending a step span", exc)
 
@@ -344,7 +358,7 @@ class _InstrumentedDispatch:
                 self._by_name[name] = fixed
         return fixed
 
-    def __call__(self, call: ToolCall) -> ToolResult:
+    def dispatch(self, call: ToolCall) -> ToolResult:
         t = self._t
         span_name, attributes, labels = self._fixed(call.name)
         call_id = call.id if len(call.id) <= N.MAX_NAME_LENGTH else _name(call.id)
@@ -367,7 +381,7 @@ class _InstrumentedDispatch:
             span.set_attribute(N.TOOL_OUTCOME, outcome)
             if t.capture_content and span.is_recording():
                 span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, t._content(result.content))
-            if not result.ok:
+            if result.outcome is not ToolOutcome.OK:
                 _fail(span, result.error_type or outcome)
             span.end()
         except Exception as exc:
