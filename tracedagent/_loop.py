@@ -162,10 +162,11 @@ class RunState:
             return self.finish(Stop.TOKEN_BUDGET)
         if b.max_cost is not None and self.cost > b.max_cost:
             return self.finish(Stop.COST_BUDGET)
-        progressed = bool(self.steps and self.steps[-1].succeeded_names)
-        self._steps_without_progress = 0 if progressed else self._steps_without_progress + 1
-        if b.no_progress_limit is not None and self._steps_without_progress >= b.no_progress_limit:
-            return self.finish(Stop.NO_PROGRESS)
+        if b.no_progress_limit is not None:
+            progressed = bool(self.steps and self.steps[-1].succeeded_names)
+            self._steps_without_progress = 0 if progressed else self._steps_without_progress + 1
+            if self._steps_without_progress >= b.no_progress_limit:
+                return self.finish(Stop.NO_PROGRESS)
         return None
 
     def finish(self, stop: Stop, *, error: BaseException | None = None, detail: Any = None) -> Run:

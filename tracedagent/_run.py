@@ -40,14 +40,6 @@ class Step:
         """Dispatched but did not succeed: denied, invalid, unknown, failed or fatal."""
         return [r.name for r in self.tool_results if not r.ok]
 
-    def outcome_names(self) -> tuple[list[str], list[str]]:
-        """``(succeeded_names, blocked_names)`` in one pass, for the step span."""
-        succeeded: list[str] = []
-        blocked: list[str] = []
-        for r in self.tool_results:
-            (succeeded if r.ok else blocked).append(r.name)
-        return succeeded, blocked
-
 
 @dataclass(kw_only=True)
 class Run:

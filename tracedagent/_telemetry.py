@@ -200,8 +200,8 @@ class AgentTelemetry:
 
     def _start(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> Span:
         """Start a span as a child of the current one; a failure yields a no-op span."""
-        try:
-            return self.tracer.start_span(name, kind=kind, attributes=attributes)
+        try:  # positionally, in the API's order (name, context, kind, attributes): a cheaper call
+            return self.tracer.start_span(name, None, kind, attributes)
         except Exception as exc:
             _report("starting a span", exc)
             return INVALID_SPAN
@@ -251,8 +251,10 @@ class AgentTelemetry:
         step = state.steps[-1] if state.steps else None
         if step is None or step.index != index:
             return None
-        usage = step.completion.usage
-        executed, blocked = step.outcome_names()
+        usage, results = step.completion.usage, step.tool_results
+        # Step.succeeded_names / blocked_names, in one pass for the usual all-succeeded step.
+        executed = [r.name for r in results if r.outcome is ToolOutcome.OK]
+        blocked = [] if len(executed) == len(results) else [r.name for r in results if r.outcome is not ToolOutcome.OK]
         return {N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
                 N.TOOLS_REQUESTED: _names(step.requested_names),
                 N.TOOLS_EXECUTED: _names(executed), N.TOOLS_BLOCKED: _names(blocked)}
