@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tracedagent import (Agent, Budget, Completion, FatalToolError, Registry, Stop, ToolCall,
+from tracedagent import (Agent, Budget, Completion, FatalToolError, Registry, Stop, Tool, ToolCall,
                          ToolError, ToolOutcome, tool)
 from tracedagent.testing import FakeModel, ScriptExhausted, tool_call
 
@@ -88,6 +90,29 @@ def test_argument_order_does_not_make_a_call_new():
     model = FakeModel([tool_call("lookup", {"a": 1, "b": 2}), tool_call("lookup", {"b": 2, "a": 1}), "done"])
     run = Agent(model, registry(lambda_lookup()), budget=Budget(repeat_limit=1)).run("go")
     assert run.stop is Stop.REPEATED_CALL and run.step_count == 2
+
+
+@pytest.mark.parametrize("first, second", [
+    ({"n": 1}, {"n": 1.0}), ({"n": 1}, {"n": True}), ({"n": 1}, {"n": "1"}), ({"n": 0}, {"n": False}),
+    ({"n": "a"}, {"n": ["a"]}), ({"n": {"a": 1}}, {"n": {"a": 1.0}}),
+], ids=["int-float", "int-bool", "int-str", "zero-false", "str-list", "nested-int-float"])
+def test_arguments_json_tells_apart_are_not_repeats(first, second):
+    model = FakeModel([tool_call("echo", first), tool_call("echo", second), "done"])
+    run = Agent(model, registry(echo), budget=Budget(repeat_limit=1)).run("go")
+    assert run.stop is Stop.ANSWERED, run.output
+
+
+def test_nested_key_order_does_not_make_a_call_new():
+    model = FakeModel([tool_call("echo", {"n": {"a": 1, "b": [1, 2]}}),
+                       tool_call("echo", {"n": {"b": [1, 2], "a": 1}}), "done"])
+    run = Agent(model, registry(echo), budget=Budget(repeat_limit=1)).run("go")
+    assert run.stop is Stop.REPEATED_CALL and run.step_count == 2
+
+
+@tool
+def echo(n: Any) -> str:
+    """Say it back."""
+    return repr(n)
 
 
 def lambda_lookup():
@@ -270,6 +295,29 @@ def test_every_tool_outcome(call, outcome, content_part):
 
 def test_valid_json_string_arguments_are_parsed():
     assert registry(search_help).dispatch(ToolCall("1", "search_help", '{"q": "x"}')).ok
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    ({"tags": ["a", "b"], "mode": "fast"}, None),
+    ({"tags": ["a", 2], "mode": "fast"}, "tags'[1] must be string, got integer"),
+    ({"tags": [], "mode": "slow"}, "must be one of ['fast', 'safe'], got 'slow'"),
+    ({"tags": [], "mode": "fast", "limit": 2.5}, None),
+    ({"tags": [], "mode": "fast", "limit": "2"}, "does not match any allowed type"),
+    ({"tags": [], "mode": "fast", "extra": {"anything": [1]}}, None),
+])
+def test_a_hand_written_schema_is_checked_by_the_supported_keywords(arguments, problem):
+    seen = []
+    schema = {"type": "object", "required": ["tags", "mode"],
+              "properties": {"tags": {"type": "array", "items": {"type": "string"}},
+                             "mode": {"enum": ["fast", "safe"]},
+                             "limit": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+                             "extra": {"type": "object", "items": True, "minProperties": 1}}}
+    hand_written = Tool(name="go", description="Go.", parameters=schema, fn=lambda **kw: seen.append(kw) or "ok")
+    result = Registry([hand_written]).dispatch(ToolCall("1", "go", arguments))
+    if problem is None:
+        assert result.ok and seen == [arguments]
+    else:
+        assert result.outcome is ToolOutcome.INVALID_ARGUMENTS and problem in result.content and not seen
 
 
 def test_a_policy_that_raises_fails_closed():

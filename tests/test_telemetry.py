@@ -217,7 +217,11 @@ class WrongModel:
         return self.answer
 
 
-@pytest.mark.parametrize("answer", [None, {"text": "hi"}, Completion(text="hi", usage=None)])
+@pytest.mark.parametrize("answer", [None, {"text": "hi"}, Completion(text="hi", usage=None),
+                                    Completion(tool_calls=[{"id": "c1", "name": "search_help"}]),
+                                    Completion(tool_calls=[ToolCall(7, "search_help", {})]),
+                                    Completion(tool_calls=[ToolCall("c1", None, {})])],
+                         ids=["none", "dict", "no-usage", "call-as-dict", "int-call-id", "no-tool-name"])
 def test_a_model_returning_the_wrong_thing_is_a_model_error(rec, answer):
     run = Agent(WrongModel(answer), TOOLS, **rec.providers).run("go")
     assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, TypeError)
@@ -343,3 +347,35 @@ def test_a_telemetry_failure_is_logged_once_not_per_span(caplog):
     messages = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
     assert messages, "the failure is reported"
     assert len(messages) == len(set(messages)), "each kind of failure is reported once"
+
+
+def test_provider_chosen_strings_are_bounded_on_the_chat_span(rec):
+    long = "m" * 5000
+    turn = Completion(text="hi", model=long, finish_reason=long, response_id=long)
+    Agent(FakeModel([turn]), TOOLS, **rec.providers).run("go")
+    [chat] = rec.runs()[0].chat_spans
+    for key in ("gen_ai.response.model", "gen_ai.response.id"):
+        assert 0 < len(chat.attributes[key]) <= 128
+    assert all(len(reason) <= 128 for reason in chat.attributes["gen_ai.response.finish_reasons"])
+
+
+def test_the_run_span_reports_the_budget_the_run_used(rec):
+    agent = Agent(FakeModel(["hi", "hi"]), TOOLS, budget=Budget(max_steps=4), **rec.providers)
+    agent.run("go")
+    agent.budget = Budget(max_steps=7, max_tokens=900)  # the loop reads it per run: so must the span
+    agent.run("go")
+    first, second = (view.span.attributes for view in rec.runs())
+    assert first["tracedagent.budget.max_steps"] == 4 and "tracedagent.budget.max_tokens" not in first
+    assert second["tracedagent.budget.max_steps"] == 7 and second["tracedagent.budget.max_tokens"] == 900
+
+
+def test_a_no_op_meter_provider_records_nothing_and_the_run_is_unchanged():
+    from opentelemetry.metrics import NoOpMeterProvider
+
+    recorder = Recorder()
+    agent = Agent(FakeModel([tool_call("search_help", {"q": "x"}), "done"]), TOOLS,
+                  tracer_provider=recorder.tracer_provider, meter_provider=NoOpMeterProvider())
+    assert not agent._telemetry.metrics_on
+    run = agent.run("go")
+    assert run.ok and run.trajectory() == ["search_help"]
+    assert recorder.runs()[0].span.attributes["tracedagent.tools.executed"] == ("search_help",)
