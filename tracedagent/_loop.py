@@ -104,7 +104,7 @@ def initial_messages(system_prompt: str | None, history: Sequence[Message] | Non
 _STABLE_JSON = json.JSONEncoder(sort_keys=True, default=str)  # built once: json.dumps builds one a call
 
 
-_EXACT_SCALARS = (str, int)  # not bool or float: True == 1 == 1.0, but JSON tells them apart
+_EXACT_SCALARS = frozenset({str, int})  # not bool or float: True == 1 == 1.0, but JSON tells them apart
 
 
 def _stable(arguments: Any) -> Hashable:
@@ -113,7 +113,7 @@ def _stable(arguments: Any) -> Hashable:
     The usual flat object of strings and integers is keyed by its sorted items; anything
     else by its canonical JSON. The two kinds of key never compare equal to each other."""
     try:
-        if type(arguments) is dict and all(type(v) in _EXACT_SCALARS for v in arguments.values()):
+        if type(arguments) is dict and _EXACT_SCALARS.issuperset(map(type, arguments.values())):
             return tuple(sorted(arguments.items()))
         return _STABLE_JSON.encode(arguments)
     except (TypeError, ValueError):  # keys JSON cannot sort (a custom model's tuples): as written

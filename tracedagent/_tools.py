@@ -221,11 +221,13 @@ def _compile(schema: Any) -> Check:
     if expected is not None:
         kinds = [str(k) for k in (expected if isinstance(expected, list) else [expected])]
         allowed = set(kinds) | ({"integer"} if "number" in kinds else set())  # an integer is a number
+        allowed_types = frozenset(t for t, kind in _JSON_TYPE_NAMES.items() if kind in allowed)
         wanted = " or ".join(kinds)
 
         def of_type(value: Any, where: str) -> str | None:
-            got = _json_type(value)
-            return None if got in allowed else f"{where} must be {wanted}, got {got}"
+            if type(value) in allowed_types:
+                return None
+            return f"{where} must be {wanted}, got {_json_type(value)}"
         checks.append(of_type)
     if "enum" in schema:
         choices = schema["enum"]
