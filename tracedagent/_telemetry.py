@@ -71,19 +71,8 @@ def _report(doing: str, exc: Exception) -> None:
                      "but their telemetry may be incomplete", doing, type(exc).__name__, exc_info=exc)
 
 
-def _attach(span: Span) -> object | None:
-    """Make ``span`` the current span (the parent of spans started) until ``_detach``.
-
-    Functions with try/except rather than ``_guard``: three spans a step pass through here,
-    and a try block costs nothing until something raises."""
-    try:
-        return otel_context.attach(trace.set_span_in_context(span))
-    except Exception as exc:
-        _report("attaching the span context", exc)
-        return None
-
-
 def _detach(token: object | None) -> None:
+    """Make the span that was current before ``AgentTelemetry._open`` current again."""
     if token is not None:
         try:
             otel_context.detach(token)  # type: ignore[arg-type]
@@ -198,13 +187,19 @@ class AgentTelemetry:
 
     # --- spans ------------------------------------------------------------------------
 
-    def _start(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> Span:
-        """Start a span as a child of the current one; a failure yields a no-op span."""
-        try:  # positionally, in the API's order (name, context, kind, attributes): a cheaper call
-            return self.tracer.start_span(name, None, kind, attributes)
+    def _open(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> tuple[Span, object | None]:
+        """Start a span as a child of the current one and make it current: the span (a no-op
+        one if starting failed), and the token ``_detach`` takes to restore its parent."""
+        try:
+            span = self.tracer.start_span(name, None, kind, attributes)
         except Exception as exc:
             _report("starting a span", exc)
-            return INVALID_SPAN
+            span = INVALID_SPAN
+        try:
+            return span, otel_context.attach(trace.set_span_in_context(span))
+        except Exception as exc:
+            _report("attaching the span context", exc)
+            return span, None
 
     def run(self, state: RunState) -> _RunSpan:
         """The ``invoke_agent`` span around one run; sets ``state.trace_id``."""
@@ -252,11 +247,11 @@ class AgentTelemetry:
         if step is None or step.index != index:
             return None
         usage, results = step.completion.usage, step.tool_results
-        # Step.succeeded_names / blocked_names, in one pass for the usual all-succeeded step.
+        # Step.requested_names / succeeded_names / blocked_names, inlined: this runs every step.
         executed = [r.name for r in results if r.outcome is ToolOutcome.OK]
         blocked = [] if len(executed) == len(results) else [r.name for r in results if r.outcome is not ToolOutcome.OK]
         return {N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
-                N.TOOLS_REQUESTED: _names(step.requested_names),
+                N.TOOLS_REQUESTED: _names([call.name for call in step.completion.tool_calls]),
                 N.TOOLS_EXECUTED: _names(executed), N.TOOLS_BLOCKED: _names(blocked)}
 
     # --- the model --------------------------------------------------------------------
@@ -284,12 +279,11 @@ class _RunSpan:
 
     def __enter__(self) -> None:
         t, state = self.telemetry, self.state
-        self.span = span = t._start(t.run_span_name, SpanKind.INTERNAL, t._run_attributes(state.budget))
+        self.span, self.token = t._open(t.run_span_name, SpanKind.INTERNAL, t._run_attributes(state.budget))
         with _guard("reading the trace id"):
-            ctx = span.get_span_context()
+            ctx = self.span.get_span_context()
             if ctx.is_valid:
                 state.trace_id = trace.format_trace_id(ctx.trace_id)
-        self.token = _attach(span)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         _detach(self.token)
@@ -315,8 +309,7 @@ class _StepSpan:
         self.telemetry, self.index, self.state = telemetry, index, state
 
     def __enter__(self) -> None:
-        self.span = self.telemetry._start(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: self.index})
-        self.token = _attach(self.span)
+        self.span, self.token = self.telemetry._open(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: self.index})
 
     def __exit__(self, *exc_info: Any) -> None:
         _detach(self.token)
@@ -362,13 +355,12 @@ class _InstrumentedDispatch:
 
     def dispatch(self, call: ToolCall) -> ToolResult:
         t = self._t
-        span_name, attributes, labels = self._fixed(call.name)
+        span_name, attributes, labels = self._by_name.get(call.name) or self._fixed(call.name)
         call_id = call.id if len(call.id) <= N.MAX_NAME_LENGTH else _name(call.id)
-        span = t._start(span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: call_id})
+        span, token = t._open(span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: call_id})
         if t.capture_content and span.is_recording():
             with _guard("capturing tool arguments"):
                 span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, t._content(call.arguments))
-        token = _attach(span)
         try:
             result = self.registry.dispatch(call)
         except BaseException as exc:  # a custom registry that raises, or an interrupt
@@ -411,12 +403,11 @@ class _InstrumentedModel:
                 attributes[N.GEN_AI_REQUEST_MAX_TOKENS] = max_output_tokens
             if temperature is not None:
                 attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
-        span = t._start(t.chat_span_name, SpanKind.CLIENT, attributes)
+        span, token = t._open(t.chat_span_name, SpanKind.CLIENT, attributes)
         if t.capture_content and span.is_recording():
             with _guard("capturing input messages"):
                 span.set_attribute(N.GEN_AI_INPUT_MESSAGES, t._content(messages))
         started = time.perf_counter()
-        token = _attach(span)
         try:
             completion = check_completion(self.wrapped.complete(
                 messages, tools=tools, max_output_tokens=max_output_tokens, temperature=temperature))
