@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY: install install-test demo test test-unit bench alerts-test \
+.PHONY: install install-test demo test test-unit test-pythons bench alerts-test \
         stack-build stack-up stack-down stack-status stack-smoke compose-check
 
 install:       ## the package, editable
@@ -21,6 +21,9 @@ test: install-test stack-up alerts-test compose-check  ## everything: unit, CLI,
 
 test-unit: install-test  ## the tests that need no running service
 	$(PYTHON) -m pytest tests --ignore=tests/stack
+
+test-pythons:  ## the service-free tests on Python 3.10, 3.12 and 3.13 too, each in .venvs/
+	scripts/test_pythons.sh
 
 bench: install-test  ## the overhead and exit-time benchmarks (print figures; nothing asserts timings)
 	$(PYTHON) benchmarks/overhead.py
