@@ -2,7 +2,8 @@
 # The tests that need no running service, on every other Python the package supports
 # (>= 3.10; `make test` covers the default one). Each gets a venv under .venvs/ with the
 # package and its test extras; an interpreter that is missing fails the run rather than
-# being skipped, as the README promises these versions.
+# being skipped, as the README promises these versions. The oldest one gets the lowest
+# dependency versions pyproject.toml allows (scripts/lowest.txt), so those bounds are tested too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 versions=("$@")
@@ -27,6 +28,11 @@ for v in "${versions[@]}"; do
   venv=".venvs/py$v"
   echo "[pythons] Python $v: $python"
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]'
+  constraints=()
+  if [ "$v" = "${versions[0]}" ]; then
+    constraints=(-c scripts/lowest.txt)
+    echo "[pythons] with the lowest allowed dependencies (scripts/lowest.txt)"
+  fi
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]' "${constraints[@]}"
   "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 tests examples/support-agent --ignore=tests/stack
 done

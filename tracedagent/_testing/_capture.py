@@ -17,12 +17,12 @@ A span belongs to the recorders that were active when it *started* and is handed
 when it ends, so a test sees only its own spans even if a thread left over from an
 earlier test ends a span late.
 
-Metrics cannot be routed that way (a measurement is not tied to a recorder), but SDK
-1.43 and later can add and remove a ``MetricReader`` on a live ``MeterProvider``
-(``add_metric_reader``): each active recorder attaches its own ``InMemoryMetricReader``
-and so sees exactly the measurements made while it was attached. With an older SDK or a
-non-SDK global ``MeterProvider``, global metrics are not captured and a warning says so;
-metrics of agents given ``recorder.providers`` are always captured.
+Metrics cannot be routed that way (a measurement is not tied to a recorder), but the SDK
+(1.43 and later, the lowest tracedagent allows) can add and remove a ``MetricReader`` on a
+live ``MeterProvider`` (``add_metric_reader``): each active recorder attaches its own
+``InMemoryMetricReader`` and so sees exactly the measurements made while it was attached.
+With a non-SDK global ``MeterProvider``, global metrics are not captured and a warning says
+so; metrics of agents given ``recorder.providers`` are always captured.
 
 Nothing here runs at import time: loading ``tracedagent.testing`` or the pytest plugin
 changes no global provider until a recorder is started.
@@ -136,11 +136,6 @@ def _global_meter_provider() -> SdkMeterProvider | None:
     if provider is None:
         _warn_once(f"tracedagent: the global MeterProvider is a {type(metrics.get_meter_provider()).__name__}, "
                    "not an OpenTelemetry SDK MeterProvider, so metrics of agents that use the global "
-                   "provider cannot be recorded; pass **recorder.providers to the Agent instead")
-        return None
-    if not hasattr(provider, "add_metric_reader"):
-        _warn_once("tracedagent: this opentelemetry-sdk cannot add a metric reader to a running "
-                   "MeterProvider (that needs 1.43 or later), so metrics of agents that use the global "
                    "provider cannot be recorded; pass **recorder.providers to the Agent instead")
         return None
     return provider
