@@ -359,6 +359,13 @@ def test_provider_chosen_strings_are_bounded_on_the_chat_span(rec):
     assert all(len(reason) <= 128 for reason in chat.attributes["gen_ai.response.finish_reasons"])
 
 
+def test_what_the_spans_were_built_from_cannot_change_under_them():
+    agent = Agent(FakeModel(["hi"]), TOOLS, name="support")
+    for attribute in ("name", "model", "registry"):
+        with pytest.raises(AttributeError):
+            setattr(agent, attribute, None)
+
+
 def test_the_run_span_reports_the_budget_the_run_used(rec):
     agent = Agent(FakeModel(["hi", "hi"]), TOOLS, budget=Budget(max_steps=4), **rec.providers)
     agent.run("go")

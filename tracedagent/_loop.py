@@ -43,7 +43,7 @@ class Agent:
         self._registry = registry if isinstance(registry, Registry) else Registry(registry or ())
         self.budget = budget
         self.system_prompt = system_prompt
-        self.name = name
+        self._name = name
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
         self._telemetry = AgentTelemetry(agent_name=name, model=model,
@@ -52,7 +52,12 @@ class Agent:
         self._model = self._telemetry.instrument_model(model)
         self._dispatch = self._telemetry.instrument_dispatch(self._registry)
 
-    # Read-only: the instrumented wrappers above are built around these two.
+    # Read-only: the instrumented wrappers and the spans' fixed attributes are built from these.
+    @property
+    def name(self) -> str:
+        """``gen_ai.agent.name`` on every run's spans and metrics."""
+        return self._name
+
     @property
     def model(self) -> Model:
         return self._raw_model
