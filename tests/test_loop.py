@@ -320,6 +320,24 @@ def test_a_hand_written_schema_is_checked_by_the_supported_keywords(arguments, p
         assert result.outcome is ToolOutcome.INVALID_ARGUMENTS and problem in result.content and not seen
 
 
+def test_json_schema_true_false_and_required_without_properties():
+    schema = {"type": "object", "required": ["id"], "properties": {"id": True, "legacy": False}}
+    reg = Registry([Tool(name="go", description="Go.", parameters=schema, fn=lambda **kw: "ok")])
+    assert reg.dispatch(ToolCall("1", "go", {"id": [1, {"any": "thing"}]})).ok
+    assert "'legacy' is not allowed" in reg.dispatch(ToolCall("1", "go", {"id": 1, "legacy": 1})).content
+    bare = Registry([Tool(name="go", description="Go.", parameters={"type": "object", "required": ["id"]},
+                          fn=lambda **kw: "ok")])
+    assert "'id' is required" in bare.dispatch(ToolCall("1", "go", {})).content
+
+
+@pytest.mark.parametrize("schema", [{"type": "object", "properties": {"a": {"anyOf": 5}}},
+                                    {"type": "object", "required": "a"},
+                                    {"type": "object", "properties": ["a"]}])
+def test_a_schema_that_cannot_be_checked_fails_the_registry_naming_the_tool(schema):
+    with pytest.raises(ValueError, match="tool 'go': its parameters are not a JSON schema"):
+        Registry([Tool(name="go", description="Go.", parameters=schema, fn=lambda **kw: "ok")])
+
+
 def test_a_policy_that_raises_fails_closed():
     def broken_policy(call):
         raise RuntimeError("boom")

@@ -154,6 +154,23 @@ def test_malformed_tool_arguments_stay_raw_and_registry_answers_invalid(raw):
     assert run.ok
 
 
+@pytest.mark.parametrize("drop_id", [True, False], ids=["id-missing", "id-empty"])
+def test_calls_a_server_sent_without_ids_get_ids_that_match_their_results(drop_id):
+    reply = calls(("", "add", '{"a": 2, "b": 3}'), ("", "add", '{"a": 1, "b": 1}'))
+    if drop_id:
+        body = json.loads(reply.body)
+        for call in body["choices"][0]["message"]["tool_calls"]:
+            del call["id"]
+        reply = json_reply(body)
+    with serve(reply, answer()) as server:
+        run = Agent(model_for(server), [add]).run("Add.")
+    assert run.ok and run.trajectory() == ["add", "add"]
+    sent = server.bodies()[1]["messages"]
+    call_ids = [call["id"] for call in sent[1]["tool_calls"]]
+    assert all(call_ids) and len(set(call_ids)) == 2
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == call_ids
+
+
 def test_cached_prompt_tokens_are_reported():
     rec = Recorder()
     with serve(answer(prompt=1200, completion=5, cached=1024)) as server:

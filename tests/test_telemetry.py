@@ -8,7 +8,9 @@ import logging
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry import context as otel_context
+from opentelemetry import trace as trace_api
+from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode
 
 from scenarios import SCENARIOS, TOOLS
 from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, _telemetry
@@ -330,6 +332,75 @@ def test_broken_telemetry_never_changes_the_run(make_providers, caplog):
                for r in caplog.records)
     assert (run.stop, run.output, run.messages, run.requested_tools(), run.trajectory()) == (
         expected.stop, expected.output, expected.messages, expected.requested_tools(), expected.trajectory())
+
+
+class BrokenSpan(NonRecordingSpan):
+    """A span whose every method but ``end`` raises: ``end`` must still be called, once."""
+
+    def is_recording(self):
+        raise RuntimeError("broken is_recording")
+
+    def set_attribute(self, key, value):
+        raise RuntimeError("broken set_attribute")
+
+    def set_attributes(self, attributes):
+        raise RuntimeError("broken set_attributes")
+
+    def add_event(self, name, attributes=None, timestamp=None):
+        raise RuntimeError("broken add_event")
+
+    def set_status(self, status, description=None):
+        raise RuntimeError("broken set_status")
+
+    def end(self, end_time=None):
+        BrokenSpanTracer.ended.append(self)
+
+
+class BrokenSpanTracer(trace_api.Tracer):
+    started: list = []
+    ended: list = []
+
+    def start_span(self, name, context=None, kind=SpanKind.INTERNAL, attributes=None, *args, **kwargs):
+        span = BrokenSpan(SpanContext(trace_id=0x1F, span_id=len(self.started) + 1, is_remote=False))
+        self.started.append(span)
+        return span
+
+    def start_as_current_span(self, *args, **kwargs):  # pragma: no cover - tracedagent does not use it
+        raise NotImplementedError
+
+
+class BrokenSpanProvider(trace_api.TracerProvider):
+    def get_tracer(self, *args, **kwargs):
+        return BrokenSpanTracer()
+
+
+def test_spans_whose_methods_raise_still_end_once_and_leave_the_context_as_it_was():
+    BrokenSpanTracer.started, BrokenSpanTracer.ended = [], []
+    expected = reference_run()
+    script = [tool_call("search_help", {"q": "a"}, id="x1"), tool_call("refund", {"order_id": "1"}, id="x2"), "done"]
+    before = otel_context.get_current()
+    run = Agent(FakeModel(script), TOOLS, tracer_provider=BrokenSpanProvider(), capture_content=True).run("go")
+    assert otel_context.get_current() == before
+    assert (run.stop, run.output, run.messages) == (expected.stop, expected.output, expected.messages)
+    assert len(BrokenSpanTracer.started) == 9  # run, 3 steps, 3 chats, 2 tools
+    assert sorted(map(id, BrokenSpanTracer.ended)) == sorted(map(id, BrokenSpanTracer.started))
+
+
+class InterruptedModel:
+    def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        raise KeyboardInterrupt
+
+
+def test_an_interrupt_during_the_model_call_ends_its_spans_and_propagates(rec):
+    before = otel_context.get_current()
+    with pytest.raises(KeyboardInterrupt):
+        Agent(InterruptedModel(), TOOLS, **rec.providers).run("go")
+    assert otel_context.get_current() == before
+    by_name = {span.name.split()[0]: span for span in rec.spans()}
+    assert set(by_name) == {"invoke_agent", "step", "chat"}
+    for name in ("invoke_agent", "chat"):
+        assert by_name[name].status.status_code is StatusCode.ERROR
+        assert by_name[name].attributes["error.type"] == "KeyboardInterrupt"
 
 
 def _provider_with(processor) -> TracerProvider:

@@ -8,7 +8,7 @@ driver (an async one, say) can share them rather than copy them.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Hashable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from opentelemetry import metrics, trace
 
@@ -109,17 +109,10 @@ def initial_messages(system_prompt: str | None, history: Sequence[Message] | Non
 _STABLE_JSON = json.JSONEncoder(sort_keys=True, default=str)  # built once: json.dumps builds one a call
 
 
-_EXACT_SCALARS = frozenset({str, int})  # not bool or float: True == 1 == 1.0, but JSON tells them apart
-
-
-def _stable(arguments: Any) -> Hashable:
-    """Argument identity for the repeat check: key order does not make a call new.
-
-    The usual flat object of strings and integers is keyed by its sorted items; anything
-    else by its canonical JSON. The two kinds of key never compare equal to each other."""
+def _stable(arguments: Any) -> str:
+    """Argument identity for the repeat check: key order does not make a call new, and what
+    JSON tells apart (1, 1.0, true, "1") stays apart."""
     try:
-        if type(arguments) is dict and _EXACT_SCALARS.issuperset(map(type, arguments.values())):
-            return tuple(sorted(arguments.items()))
         return _STABLE_JSON.encode(arguments)
     except (TypeError, ValueError):  # keys JSON cannot sort (a custom model's tuples): as written
         return repr(arguments)
@@ -138,7 +131,7 @@ class RunState:
         self.trace_id: str | None = None
         self.run: Run | None = None
         """Set by ``finish``; the telemetry reads the outcome from here."""
-        self._seen_calls: dict[tuple[str, Hashable], int] = {}
+        self._seen_calls: dict[tuple[str, str], int] = {}
         self._steps_without_progress = 0
 
     def record(self, index: int, completion: Completion) -> Step:

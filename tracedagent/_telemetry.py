@@ -71,6 +71,14 @@ def _report(doing: str, exc: Exception) -> None:
                      "but their telemetry may be incomplete", doing, type(exc).__name__, exc_info=exc)
 
 
+def _end(span: Span, doing: str) -> None:
+    """End a span, whatever happened while its attributes were being set."""
+    try:
+        span.end()
+    except Exception as exc:
+        _report(doing, exc)
+
+
 def _detach(token: object | None) -> None:
     """Make the span that was current before ``AgentTelemetry._open`` current again."""
     if token is not None:
@@ -225,7 +233,6 @@ class AgentTelemetry:
             })
             if not run.ok:
                 _fail(span, run.stop.value, run.output)
-        span.end()
 
     def _record_run_metrics(self, state: RunState) -> None:
         run = state.run
@@ -291,10 +298,11 @@ class _RunSpan:
         if exc is not None:  # a bug or an interrupt: the span still ends, marked failed
             with _guard("ending a run span"):
                 _fail(span, error_type(exc))
-                span.end()
+            _end(span, "ending a run span")
             return
         with _guard("ending a run span"):
             t._end_run_span(span, self.state)
+        _end(span, "ending a run span")
         if t.metrics_on:
             with _guard("recording run metrics"):
                 t._record_run_metrics(self.state)
@@ -321,9 +329,9 @@ class _StepSpan:
                     span.set_attributes(attributes)
                 if state.run is not None and state.run.stop is not Stop.ANSWERED:
                     span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
-            span.end()
         except Exception as exc:
             _report("ending a step span", exc)
+        _end(span, "ending a step span")
 
 
 class _InstrumentedDispatch:
@@ -358,15 +366,16 @@ class _InstrumentedDispatch:
         span_name, attributes, labels = self._by_name.get(call.name) or self._fixed(call.name)
         call_id = call.id if len(call.id) <= N.MAX_NAME_LENGTH else _name(call.id)
         span, token = t._open(span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: call_id})
-        if t.capture_content and span.is_recording():
+        if t.capture_content:
             with _guard("capturing tool arguments"):
-                span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, t._content(call.arguments))
+                if span.is_recording():
+                    span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, t._content(call.arguments))
         try:
             result = self.registry.dispatch(call)
         except BaseException as exc:  # a custom registry that raises, or an interrupt
             with _guard("ending a tool span"):
                 _fail(span, error_type(exc))
-                span.end()
+            _end(span, "ending a tool span")
             raise
         finally:
             _detach(token)
@@ -377,9 +386,9 @@ class _InstrumentedDispatch:
                 span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, t._content(result.content))
             if result.outcome is not ToolOutcome.OK:
                 _fail(span, result.error_type or outcome)
-            span.end()
         except Exception as exc:
             _report("ending a tool span", exc)
+        _end(span, "ending a tool span")
         if t.metrics_on:
             with _guard("recording tool metrics"):
                 t.tool_calls.add(1, {**labels, N.TOOL_OUTCOME: outcome})
@@ -404,31 +413,33 @@ class _InstrumentedModel:
             if temperature is not None:
                 attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
         span, token = t._open(t.chat_span_name, SpanKind.CLIENT, attributes)
-        if t.capture_content and span.is_recording():
+        if t.capture_content:
             with _guard("capturing input messages"):
-                span.set_attribute(N.GEN_AI_INPUT_MESSAGES, t._content(messages))
+                if span.is_recording():
+                    span.set_attribute(N.GEN_AI_INPUT_MESSAGES, t._content(messages))
         started = time.perf_counter()
         try:
             completion = check_completion(self.wrapped.complete(
                 messages, tools=tools, max_output_tokens=max_output_tokens, temperature=temperature))
-        except Exception as exc:
+        except BaseException as exc:  # the model failed, or an interrupt arrived during the call
             # Only the type: provider error messages can echo request content or key fragments.
             with _guard("ending a chat span"):
                 _fail(span, error_type(exc))
-                span.end()
+            _end(span, "ending a chat span")
             self._record_metrics(time.perf_counter() - started, None, error_type(exc))
             raise
         finally:
             _detach(token)
         try:
-            self._end_span(span, completion)
+            self._set_response_attributes(span, completion)
         except Exception as exc:
             _report("ending a chat span", exc)
+        _end(span, "ending a chat span")
         if t.metrics_on:
             self._record_metrics(time.perf_counter() - started, completion, None)
         return completion
 
-    def _end_span(self, span: Span, completion: Completion) -> None:
+    def _set_response_attributes(self, span: Span, completion: Completion) -> None:
         if span.is_recording():
             usage = completion.usage
             attributes: dict[str, Any] = {N.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
@@ -447,7 +458,6 @@ class _InstrumentedModel:
             if self._t.capture_content:
                 attributes[N.GEN_AI_OUTPUT_MESSAGES] = self._t._content([completion.as_message()])
             span.set_attributes(attributes)  # one call: the SDK takes a lock per call
-        span.end()
 
     def _record_metrics(self, seconds: float, completion: Completion | None, error_type: str | None) -> None:
         t = self._t

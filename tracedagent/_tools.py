@@ -94,7 +94,7 @@ class Registry:
             self._tools[t.name] = t
         self.policy = policy
         self._schemas = [t.schema() for t in self._tools.values()]
-        self._checks = {name: _compile(t.parameters) for name, t in self._tools.items()}
+        self._checks = {name: _checker(t) for name, t in self._tools.items()}
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -197,14 +197,31 @@ Check = Callable[[Any, str], "str | None"]
 """A compiled schema: ``check(value, where)`` returns ``None`` or the problem, naming ``where``."""
 
 
+def _checker(t: Tool) -> Check:
+    """The compiled check of a tool's parameters; a schema it cannot read fails the Registry
+    now, naming the tool, rather than every call to it later."""
+    try:
+        return _compile(t.parameters)
+    except (TypeError, ValueError, AttributeError, RecursionError) as exc:
+        raise ValueError(f"tool {t.name!r}: its parameters are not a JSON schema tracedagent can "
+                         f"check ({type(exc).__name__}: {exc})") from exc
+
+
 def _accept(value: Any, where: str) -> str | None:
     return None
 
 
+def _reject(value: Any, where: str) -> str | None:
+    return f"{where} is not allowed"
+
+
 def _compile(schema: Any) -> Check:
     """The subset of JSON Schema that ``tool`` generates (type, enum, items, properties,
-    anyOf), resolved once per tool so that dispatch does not re-read the schema every call.
-    Keywords outside the subset, and schemas that are not objects, accept anything."""
+    required, additionalProperties, anyOf), resolved once per tool so that dispatch does not
+    re-read the schema every call. ``true`` accepts anything and ``false`` nothing, as in JSON
+    Schema; keywords outside the subset are not checked."""
+    if schema is False:
+        return _reject
     if not isinstance(schema, dict):
         return _accept
     if "anyOf" in schema:
@@ -245,7 +262,7 @@ def _compile(schema: Any) -> Check:
                         return problem
             return None
         checks.append(items)
-    if isinstance(schema.get("properties"), dict):
+    if "properties" in schema or "required" in schema or schema.get("additionalProperties") is False:
         checks.append(_compile_object(schema))
 
     if not checks:
@@ -262,8 +279,10 @@ def _compile(schema: Any) -> Check:
 
 
 def _compile_object(schema: dict[str, Any]) -> Check:
-    properties: dict[str, Check] = {key: _compile(sub) for key, sub in schema["properties"].items()}
-    required = list(schema.get("required", []))
+    properties: dict[str, Check] = {key: _compile(sub) for key, sub in (schema.get("properties") or {}).items()}
+    required = schema.get("required", [])
+    if not isinstance(required, (list, tuple)):
+        raise TypeError(f"'required' must be a list of names, not {type(required).__name__}")
     closed = schema.get("additionalProperties") is False
 
     def object_(value: Any, where: str) -> str | None:

@@ -13,6 +13,7 @@ this client talks to; ``server.address`` tells them apart.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Literal
 
 from .._records import Completion, Message, ToolCall, Usage
@@ -117,7 +118,10 @@ def _to_completion(response: Any) -> Completion:
         raise MalformedResponseError("the chat completion response has no choices[0].message")
     choice = response.choices[0]
     message = choice.message
-    calls = [ToolCall(id=call.id, name=call.function.name, arguments=decode_arguments(call.function.arguments))
+    # Some compatible servers send no call ids; the loop needs one to match each tool result
+    # to its call, so such a call gets a fresh one (the history then carries it consistently).
+    calls = [ToolCall(id=call.id or f"call_{uuid.uuid4().hex[:24]}", name=call.function.name,
+                      arguments=decode_arguments(call.function.arguments))
              for call in message.tool_calls or () if getattr(call, "function", None) is not None]
     return Completion(text=message.content or message.refusal or "", tool_calls=calls,
                       usage=_usage(response.usage), model=response.model,
