@@ -332,6 +332,7 @@ def test_json_schema_true_false_and_required_without_properties():
 
 @pytest.mark.parametrize("schema", [{"type": "object", "properties": {"a": {"anyOf": 5}}},
                                     {"type": "object", "required": "a"},
+                                    {"type": "object", "properties": {"a": {"enum": "abc"}}},
                                     {"type": "object", "properties": ["a"]}])
 def test_a_schema_that_cannot_be_checked_fails_the_registry_naming_the_tool(schema):
     with pytest.raises(ValueError, match="tool 'go': its parameters are not a JSON schema"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._budget import Stop
-from ._records import Completion, Message, ToolResult
+from ._records import Completion, Message, ToolOutcome, ToolResult
 
 __all__ = ["Step", "Run"]
 
@@ -33,12 +33,12 @@ class Step:
     @property
     def succeeded_names(self) -> list[str]:
         """What actually ran and returned successfully."""
-        return [r.name for r in self.tool_results if r.ok]
+        return [r.name for r in self.tool_results if r.outcome is ToolOutcome.OK]
 
     @property
     def blocked_names(self) -> list[str]:
         """Dispatched but did not succeed: denied, invalid, unknown, failed or fatal."""
-        return [r.name for r in self.tool_results if not r.ok]
+        return [r.name for r in self.tool_results if r.outcome is not ToolOutcome.OK]
 
 
 @dataclass(kw_only=True)

@@ -253,13 +253,10 @@ class AgentTelemetry:
         step = state.steps[-1] if state.steps else None
         if step is None or step.index != index:
             return None
-        usage, results = step.completion.usage, step.tool_results
-        # Step.requested_names / succeeded_names / blocked_names, inlined: this runs every step.
-        executed = [r.name for r in results if r.outcome is ToolOutcome.OK]
-        blocked = [] if len(executed) == len(results) else [r.name for r in results if r.outcome is not ToolOutcome.OK]
+        usage = step.completion.usage
         return {N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
-                N.TOOLS_REQUESTED: _names([call.name for call in step.completion.tool_calls]),
-                N.TOOLS_EXECUTED: _names(executed), N.TOOLS_BLOCKED: _names(blocked)}
+                N.TOOLS_REQUESTED: _names(step.requested_names),
+                N.TOOLS_EXECUTED: _names(step.succeeded_names), N.TOOLS_BLOCKED: _names(step.blocked_names)}
 
     # --- the model --------------------------------------------------------------------
 
@@ -364,8 +361,7 @@ class _InstrumentedDispatch:
     def dispatch(self, call: ToolCall) -> ToolResult:
         t = self._t
         span_name, attributes, labels = self._by_name.get(call.name) or self._fixed(call.name)
-        call_id = call.id if len(call.id) <= N.MAX_NAME_LENGTH else _name(call.id)
-        span, token = t._open(span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: call_id})
+        span, token = t._open(span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: _name(call.id)})
         if t.capture_content:
             with _guard("capturing tool arguments"):
                 if span.is_recording():

@@ -248,6 +248,8 @@ def _compile(schema: Any) -> Check:
         checks.append(of_type)
     if "enum" in schema:
         choices = schema["enum"]
+        if not isinstance(choices, (list, tuple)):
+            raise TypeError(f"'enum' must be a list of values, not {type(choices).__name__}")
 
         def in_enum(value: Any, where: str) -> str | None:
             return None if value in choices else f"{where} must be one of {choices}, got {value!r}"
