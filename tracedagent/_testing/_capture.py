@@ -98,9 +98,10 @@ def _warn_once(message: str) -> None:
         warnings.warn(message, GlobalCaptureWarning, stacklevel=4)
 
 
-def _global_sdk_provider(get: Callable[[], Any], set_: Callable[[Any], None], sdk_type: type) -> Any:
+def _global_sdk_provider(get: Callable[[], Any], set_: Callable[[Any], None], sdk_type: type,
+                         signal: str) -> Any:
     """The global provider if it is an SDK one; the first call per signal installs a new
-    ``sdk_type()`` if none is.
+    ``sdk_type()`` if none is. ``None`` (warned once) when the global one is not an SDK one.
 
     ``set_`` is ignored by OpenTelemetry when a provider was already set, so the answer is
     always read back rather than assumed; trying only once keeps OpenTelemetry from
@@ -110,18 +111,20 @@ def _global_sdk_provider(get: Callable[[], Any], set_: Callable[[Any], None], sd
         _install_tried.add(sdk_type)
         set_(sdk_type())
     provider = get()
-    return provider if isinstance(provider, sdk_type) else None
+    if isinstance(provider, sdk_type):
+        return provider
+    _warn_once(f"tracedagent: the global {sdk_type.__name__} is a {type(provider).__name__}, "
+               f"not an OpenTelemetry SDK {sdk_type.__name__}, so {signal} of agents that use the global "
+               "provider cannot be recorded; pass **recorder.providers to the Agent instead")
+    return None
 
 
 def _install_router() -> bool:
     """Put the router on the global TracerProvider; False when that is impossible."""
     global _routed_provider
     provider = _global_sdk_provider(trace.get_tracer_provider, trace.set_tracer_provider,
-                                    SdkTracerProvider)
+                                    SdkTracerProvider, "spans")
     if provider is None:
-        _warn_once(f"tracedagent: the global TracerProvider is a {type(trace.get_tracer_provider()).__name__}, "
-                   "not an OpenTelemetry SDK TracerProvider, so spans of agents that use the global "
-                   "provider cannot be recorded; pass **recorder.providers to the Agent instead")
         return False
     if provider is not _routed_provider:
         provider.add_span_processor(_router)
@@ -130,15 +133,9 @@ def _install_router() -> bool:
 
 
 def _global_meter_provider() -> SdkMeterProvider | None:
-    """The global SDK MeterProvider if readers can be attached to it, else None (warned)."""
-    provider = _global_sdk_provider(metrics.get_meter_provider, metrics.set_meter_provider,
-                                    SdkMeterProvider)
-    if provider is None:
-        _warn_once(f"tracedagent: the global MeterProvider is a {type(metrics.get_meter_provider()).__name__}, "
-                   "not an OpenTelemetry SDK MeterProvider, so metrics of agents that use the global "
-                   "provider cannot be recorded; pass **recorder.providers to the Agent instead")
-        return None
-    return provider
+    """The global SDK MeterProvider, to attach readers to; None (warned) if there is none."""
+    return _global_sdk_provider(metrics.get_meter_provider, metrics.set_meter_provider,
+                                SdkMeterProvider, "metrics")
 
 
 class GlobalCapture:
