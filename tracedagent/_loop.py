@@ -68,13 +68,14 @@ class Agent:
 
     def run(self, task: str, history: Sequence[Message] | None = None) -> Run:
         state = RunState(self.budget, initial_messages(self.system_prompt, history, task))
-        with self._telemetry.run(state):
+        tools = self._registry.schemas() or None  # no tools: None, not []
+        with self._telemetry.run(state) as traced:
             for i in range(self.budget.max_steps):
-                with self._telemetry.step(i, state):
+                with traced.step(i):
                     # 1. call the model with the whole conversation
                     try:
                         completion = self._model.complete(
-                            state.messages, tools=self.registry.schemas() or None,
+                            state.messages, tools=tools,
                             max_output_tokens=self.max_output_tokens, temperature=self.temperature)
                     except Exception as exc:
                         return state.finish(Stop.MODEL_ERROR, error=exc)
@@ -106,16 +107,42 @@ def initial_messages(system_prompt: str | None, history: Sequence[Message] | Non
     return messages
 
 
-_STABLE_JSON = json.JSONEncoder(sort_keys=True, default=str)  # built once: json.dumps builds one a call
+def _stable_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, sort_keys=True, default=str)``, at a third of its cost per call.
+
+    ``json.dumps`` builds an encoder (and its C accelerator) on every call, which made the
+    repeat check one of the loop's dearest steps. The C encoder is built once here, without
+    cycle detection (a cycle ends in ``RecursionError`` instead, which ``_stable`` handles);
+    where the accelerator is missing or answers differently, the standard encoder is used.
+    """
+    standard = json.JSONEncoder(sort_keys=True, default=str).encode
+    try:
+        from json.encoder import c_make_encoder, encode_basestring_ascii
+
+        c_encode = c_make_encoder(None, str, encode_basestring_ascii, None, ": ", ", ", True, False, True)
+
+        def fast(value: Any) -> str:
+            return "".join(c_encode(value, 0))
+
+        probe = {"b": [1, 1.0, True, None, "\u00e9"], "a": {"y": float("nan"), "x": object}}
+        return fast if fast(probe) == standard(probe) else standard
+    except Exception:  # no C accelerator (c_make_encoder is None), or its signature changed
+        return standard
+
+
+_encode_stable = _stable_encoder()
 
 
 def _stable(arguments: Any) -> str:
     """Argument identity for the repeat check: key order does not make a call new, and what
     JSON tells apart (1, 1.0, true, "1") stays apart."""
     try:
-        return _STABLE_JSON.encode(arguments)
-    except (TypeError, ValueError):  # keys JSON cannot sort (a custom model's tuples): as written
-        return repr(arguments)
+        return _encode_stable(arguments)
+    except (TypeError, ValueError, RecursionError):  # unsortable keys (a custom model's tuples), a cycle
+        try:
+            return repr(arguments)
+        except RecursionError:  # nested past the interpreter's limit: never counted as a repeat
+            return f"<arguments at {id(arguments):#x}>"
 
 
 class RunState:

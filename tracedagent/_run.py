@@ -33,12 +33,21 @@ class Step:
     @property
     def succeeded_names(self) -> list[str]:
         """What actually ran and returned successfully."""
-        return [r.name for r in self.tool_results if r.outcome is ToolOutcome.OK]
+        return self.tool_names()[1]
 
     @property
     def blocked_names(self) -> list[str]:
         """Dispatched but did not succeed: denied, invalid, unknown, failed or fatal."""
-        return [r.name for r in self.tool_results if r.outcome is not ToolOutcome.OK]
+        return self.tool_names()[2]
+
+    def tool_names(self) -> tuple[list[str], list[str], list[str]]:
+        """``(requested_names, succeeded_names, blocked_names)`` in one pass over the results,
+        for a reader that wants all three: the telemetry, at the end of every step."""
+        succeeded: list[str] = []
+        blocked: list[str] = []
+        for result in self.tool_results:
+            (succeeded if result.outcome is ToolOutcome.OK else blocked).append(result.name)
+        return self.requested_names, succeeded, blocked
 
 
 @dataclass(kw_only=True)

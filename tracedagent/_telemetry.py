@@ -71,21 +71,18 @@ def _report(doing: str, exc: Exception) -> None:
                      "but their telemetry may be incomplete", doing, type(exc).__name__, exc_info=exc)
 
 
-def _end(span: Span, doing: str) -> None:
-    """End a span, whatever happened while its attributes were being set."""
-    try:
-        span.end()
-    except Exception as exc:
-        _report(doing, exc)
-
-
-def _detach(token: object | None) -> None:
-    """Make the span that was current before ``AgentTelemetry._open`` current again."""
+def _close(span: Span, token: object | None, doing: str) -> None:
+    """Undo ``AgentTelemetry._open``: make the span's parent current again, and end the span,
+    whatever happened while its attributes were being set."""
     if token is not None:
         try:
             otel_context.detach(token)  # type: ignore[arg-type]
         except Exception as exc:
             _report("detaching the span context", exc)
+    try:
+        span.end()
+    except Exception as exc:
+        _report(doing, exc)
 
 
 def capture_content_from_env() -> bool:
@@ -197,7 +194,7 @@ class AgentTelemetry:
 
     def _open(self, name: str, kind: SpanKind, attributes: dict[str, Any]) -> tuple[Span, object | None]:
         """Start a span as a child of the current one and make it current: the span (a no-op
-        one if starting failed), and the token ``_detach`` takes to restore its parent."""
+        one if starting failed), and the token ``_close`` takes to restore its parent."""
         try:
             span = self.tracer.start_span(name, None, kind, attributes)
         except Exception as exc:
@@ -210,7 +207,8 @@ class AgentTelemetry:
             return span, None
 
     def run(self, state: RunState) -> _RunSpan:
-        """The ``invoke_agent`` span around one run; sets ``state.trace_id``."""
+        """The ``invoke_agent`` span around one run (``with telemetry.run(state) as traced``);
+        sets ``state.trace_id``. ``traced.step(i)`` opens each step's span inside it."""
         return _RunSpan(self, state)
 
     def _run_attributes(self, budget: Budget) -> dict[str, Any]:
@@ -219,17 +217,19 @@ class AgentTelemetry:
                     N.BUDGET_NO_PROGRESS_LIMIT: budget.no_progress_limit}
         return {**self.run_attributes, **{k: v for k, v in ceilings.items() if v is not None}}
 
-    def _end_run_span(self, span: Span, state: RunState) -> None:
-        run = state.run
+    def _end_run_span(self, traced: _RunSpan) -> None:
+        run, span = traced.state.run, traced.span
         if run is not None and span.is_recording():
             span.set_attributes({
                 N.STOP_REASON: run.stop.value, N.STEPS: run.step_count,
                 N.GEN_AI_USAGE_INPUT_TOKENS: run.input_tokens,
                 N.GEN_AI_USAGE_OUTPUT_TOKENS: run.output_tokens,
                 N.COST_USD: run.cost,
-                N.TOOLS_REQUESTED: _names(run.requested_tools()),
-                N.TOOLS_EXECUTED: _names(run.trajectory()),
-                N.TOOLS_BLOCKED: _names(run.blocked_tools()),
+                # Gathered from the steps as they ended: run.requested_tools() and the others,
+                # without walking every step again.
+                N.TOOLS_REQUESTED: _names(traced.requested),
+                N.TOOLS_EXECUTED: _names(traced.executed),
+                N.TOOLS_BLOCKED: _names(traced.blocked),
             })
             if not run.ok:
                 _fail(span, run.stop.value, run.output)
@@ -244,19 +244,6 @@ class AgentTelemetry:
         self.cost.add(run.cost, {**labels, N.GEN_AI_PROVIDER_NAME: self.provider_name,
                                  **({N.GEN_AI_REQUEST_MODEL: self.model_name} if self.model_name else {})})
 
-    def step(self, index: int, state: RunState) -> _StepSpan:
-        """One span per loop iteration; the model and tool spans nest inside it."""
-        return _StepSpan(self, index, state)
-
-    def _step_attributes(self, index: int, state: RunState) -> dict[str, Any] | None:
-        """The step's tokens and tools, read off its record (none if the model call failed)."""
-        step = state.steps[-1] if state.steps else None
-        if step is None or step.index != index:
-            return None
-        usage = step.completion.usage
-        return {N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
-                N.TOOLS_REQUESTED: _names(step.requested_names),
-                N.TOOLS_EXECUTED: _names(step.succeeded_names), N.TOOLS_BLOCKED: _names(step.blocked_names)}
 
     # --- the model --------------------------------------------------------------------
 
@@ -274,32 +261,42 @@ class AgentTelemetry:
 
 
 class _RunSpan:
-    """The run span as a context manager; it ends once the loop has returned its ``Run``."""
+    """The run span as a context manager; it ends once the loop has returned its ``Run``.
 
-    __slots__ = ("telemetry", "state", "span", "token")
+    Its steps report the tools they requested, executed and blocked as they end, so that the
+    run span's lists are the concatenation of its step spans' (and equal the ``Run``'s)."""
+
+    __slots__ = ("telemetry", "state", "span", "token", "requested", "executed", "blocked")
 
     def __init__(self, telemetry: AgentTelemetry, state: RunState) -> None:
         self.telemetry, self.state = telemetry, state
+        self.requested: list[str] = []
+        self.executed: list[str] = []
+        self.blocked: list[str] = []
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _RunSpan:
         t, state = self.telemetry, self.state
         self.span, self.token = t._open(t.run_span_name, SpanKind.INTERNAL, t._run_attributes(state.budget))
         with _guard("reading the trace id"):
             ctx = self.span.get_span_context()
             if ctx.is_valid:
                 state.trace_id = trace.format_trace_id(ctx.trace_id)
+        return self
+
+    def step(self, index: int) -> _StepSpan:
+        """The span of loop iteration ``index``; the model and tool spans nest inside it."""
+        return _StepSpan(self, index)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        _detach(self.token)
         t, span = self.telemetry, self.span
         if exc is not None:  # a bug or an interrupt: the span still ends, marked failed
             with _guard("ending a run span"):
                 _fail(span, error_type(exc))
-            _end(span, "ending a run span")
+            _close(span, self.token, "ending a run span")
             return
         with _guard("ending a run span"):
-            t._end_run_span(span, self.state)
-        _end(span, "ending a run span")
+            t._end_run_span(self)
+        _close(span, self.token, "ending a run span")
         if t.metrics_on:
             with _guard("recording run metrics"):
                 t._record_run_metrics(self.state)
@@ -308,27 +305,34 @@ class _RunSpan:
 class _StepSpan:
     """The step span as a context manager: a class, not a generator, as it runs every step."""
 
-    __slots__ = ("telemetry", "index", "state", "span", "token")
+    __slots__ = ("run", "index", "span", "token")
 
-    def __init__(self, telemetry: AgentTelemetry, index: int, state: RunState) -> None:
-        self.telemetry, self.index, self.state = telemetry, index, state
+    def __init__(self, run: _RunSpan, index: int) -> None:
+        self.run, self.index = run, index
 
     def __enter__(self) -> None:
-        self.span, self.token = self.telemetry._open(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: self.index})
+        self.span, self.token = self.run.telemetry._open(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: self.index})
 
     def __exit__(self, *exc_info: Any) -> None:
-        _detach(self.token)
-        span, state = self.span, self.state
+        span, run, state = self.span, self.run, self.run.state
         try:
-            if span.is_recording():
-                attributes = self.telemetry._step_attributes(self.index, state)
-                if attributes is not None:
-                    span.set_attributes(attributes)
-                if state.run is not None and state.run.stop is not Stop.ANSWERED:
-                    span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
+            step = state.steps[-1] if state.steps else None
+            if step is not None and step.index == self.index:  # else the model call failed: no turn
+                requested, executed, blocked = step.tool_names()
+                run.requested += requested
+                run.executed += executed
+                run.blocked += blocked
+                if span.is_recording():
+                    usage = step.completion.usage
+                    span.set_attributes({
+                        N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
+                        N.TOOLS_REQUESTED: _names(requested), N.TOOLS_EXECUTED: _names(executed),
+                        N.TOOLS_BLOCKED: _names(blocked)})
+            if state.run is not None and state.run.stop is not Stop.ANSWERED and span.is_recording():
+                span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
         except Exception as exc:
             _report("ending a step span", exc)
-        _end(span, "ending a step span")
+        _close(span, self.token, "ending a step span")
 
 
 class _InstrumentedDispatch:
@@ -371,10 +375,8 @@ class _InstrumentedDispatch:
         except BaseException as exc:  # a custom registry that raises, or an interrupt
             with _guard("ending a tool span"):
                 _fail(span, error_type(exc))
-            _end(span, "ending a tool span")
+            _close(span, token, "ending a tool span")
             raise
-        finally:
-            _detach(token)
         outcome = result.outcome._value_  # not ``.value``: an enum property costs a call
         try:
             span.set_attribute(N.TOOL_OUTCOME, outcome)
@@ -384,7 +386,7 @@ class _InstrumentedDispatch:
                 _fail(span, result.error_type or outcome)
         except Exception as exc:
             _report("ending a tool span", exc)
-        _end(span, "ending a tool span")
+        _close(span, token, "ending a tool span")
         if t.metrics_on:
             with _guard("recording tool metrics"):
                 t.tool_calls.add(1, {**labels, N.TOOL_OUTCOME: outcome})
@@ -421,16 +423,14 @@ class _InstrumentedModel:
             # Only the type: provider error messages can echo request content or key fragments.
             with _guard("ending a chat span"):
                 _fail(span, error_type(exc))
-            _end(span, "ending a chat span")
+            _close(span, token, "ending a chat span")
             self._record_metrics(time.perf_counter() - started, None, error_type(exc))
             raise
-        finally:
-            _detach(token)
         try:
             self._set_response_attributes(span, completion)
         except Exception as exc:
             _report("ending a chat span", exc)
-        _end(span, "ending a chat span")
+        _close(span, token, "ending a chat span")
         if t.metrics_on:
             self._record_metrics(time.perf_counter() - started, completion, None)
         return completion

@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Protocol, overload
 
-from ._records import ToolCall, ToolOutcome, ToolResult, error_type
+from ._records import ToolCall, ToolOutcome, ToolResult, error_type, new_tool_result
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
 
@@ -152,7 +152,7 @@ def _ask(policy: Policy, call: ToolCall) -> str | None:
 
 
 def _result(call: ToolCall, outcome: ToolOutcome, content: str, error_type: str | None = None) -> ToolResult:
-    return ToolResult(call_id=call.id, name=call.name, content=content, outcome=outcome, error_type=error_type)
+    return new_tool_result(call.id, call.name, content, outcome, error_type)
 
 
 _TEXT_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one a call
@@ -281,7 +281,9 @@ def _compile(schema: Any) -> Check:
 
 
 def _compile_object(schema: dict[str, Any]) -> Check:
-    properties: dict[str, Check] = {key: _compile(sub) for key, sub in (schema.get("properties") or {}).items()}
+    # Each property's check with the name its problems are reported under, built once.
+    properties: dict[str, tuple[Check, str]] = {
+        key: (_compile(sub), repr(key)) for key, sub in (schema.get("properties") or {}).items()}
     required = schema.get("required", [])
     if not isinstance(required, (list, tuple)):
         raise TypeError(f"'required' must be a list of names, not {type(required).__name__}")
@@ -297,8 +299,8 @@ def _compile_object(schema: dict[str, Any]) -> Check:
             extra = sorted(map(str, value.keys() - properties.keys()))
             return f"unexpected argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
         for key, item in value.items():
-            check = properties.get(key)
-            if check is not None and (problem := check(item, repr(key))) is not None:
+            known = properties.get(key)
+            if known is not None and (problem := known[0](item, known[1])) is not None:
                 return problem
         return None
     return object_
