@@ -175,9 +175,9 @@ class RunState:
         """Stop a stuck agent before it pays for the same call again: runs before dispatch."""
         for call in calls:
             key = (call.name, _stable(call.arguments))
-            self._seen_calls[key] = self._seen_calls.get(key, 0) + 1
-            if self._seen_calls[key] > self.budget.repeat_limit:
-                return self.finish(Stop.REPEATED_CALL, detail=(call.name, self._seen_calls[key]))
+            times = self._seen_calls[key] = self._seen_calls.get(key, 0) + 1
+            if times > self.budget.repeat_limit:
+                return self.finish(Stop.REPEATED_CALL, detail=(call.name, times))
         return None
 
     def over_budget(self) -> Run | None:

@@ -9,6 +9,8 @@ from ._records import Completion, Message, ToolOutcome, ToolResult
 
 __all__ = ["Step", "Run"]
 
+_OK = ToolOutcome.OK  # a module constant: Python 3.11 looks enum members up slowly, and this runs every step
+
 
 @dataclass(kw_only=True)
 class Step:
@@ -43,11 +45,14 @@ class Step:
     def tool_names(self) -> tuple[list[str], list[str], list[str]]:
         """``(requested_names, succeeded_names, blocked_names)`` in one pass over the results,
         for a reader that wants all three: the telemetry, at the end of every step."""
+        requested: list[str] = []
         succeeded: list[str] = []
         blocked: list[str] = []
+        for call in self.completion.tool_calls:  # loops, not comprehensions: on 3.11 each is a call
+            requested.append(call.name)
         for result in self.tool_results:
-            (succeeded if result.outcome is ToolOutcome.OK else blocked).append(result.name)
-        return self.requested_names, succeeded, blocked
+            (succeeded if result.outcome is _OK else blocked).append(result.name)
+        return requested, succeeded, blocked
 
 
 @dataclass(kw_only=True)

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 __all__ = ["AgentTelemetry", "capture_content_from_env"]
 
 _log = logging.getLogger("tracedagent")
+
+# Enum members read on every call, as module constants: Python 3.11 looks them up slowly.
+_OK = ToolOutcome.OK
+_INTERNAL, _CLIENT = SpanKind.INTERNAL, SpanKind.CLIENT
 _reported: set[tuple[str, str]] = set()
 
 
@@ -276,7 +280,7 @@ class _RunSpan:
 
     def __enter__(self) -> _RunSpan:
         t, state = self.telemetry, self.state
-        self.span, self.token = t._open(t.run_span_name, SpanKind.INTERNAL, t._run_attributes(state.budget))
+        self.span, self.token = t._open(t.run_span_name, _INTERNAL, t._run_attributes(state.budget))
         with _guard("reading the trace id"):
             ctx = self.span.get_span_context()
             if ctx.is_valid:
@@ -311,9 +315,9 @@ class _StepSpan:
         self.run, self.index = run, index
 
     def __enter__(self) -> None:
-        self.span, self.token = self.run.telemetry._open(N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: self.index})
+        self.span, self.token = self.run.telemetry._open(N.STEP_SPAN_NAME, _INTERNAL, {N.STEP_INDEX: self.index})
 
-    def __exit__(self, *exc_info: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         span, run, state = self.span, self.run, self.run.state
         try:
             step = state.steps[-1] if state.steps else None
@@ -365,7 +369,7 @@ class _InstrumentedDispatch:
     def dispatch(self, call: ToolCall) -> ToolResult:
         t = self._t
         span_name, attributes, labels = self._by_name.get(call.name) or self._fixed(call.name)
-        span, token = t._open(span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: _name(call.id)})
+        span, token = t._open(span_name, _INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: _name(call.id)})
         if t.capture_content:
             with _guard("capturing tool arguments"):
                 if span.is_recording():
@@ -382,7 +386,7 @@ class _InstrumentedDispatch:
             span.set_attribute(N.TOOL_OUTCOME, outcome)
             if t.capture_content and span.is_recording():
                 span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, t._content(result.content))
-            if result.outcome is not ToolOutcome.OK:
+            if result.outcome is not _OK:
                 _fail(span, result.error_type or outcome)
         except Exception as exc:
             _report("ending a tool span", exc)
@@ -410,7 +414,7 @@ class _InstrumentedModel:
                 attributes[N.GEN_AI_REQUEST_MAX_TOKENS] = max_output_tokens
             if temperature is not None:
                 attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
-        span, token = t._open(t.chat_span_name, SpanKind.CLIENT, attributes)
+        span, token = t._open(t.chat_span_name, _CLIENT, attributes)
         if t.capture_content:
             with _guard("capturing input messages"):
                 if span.is_recording():

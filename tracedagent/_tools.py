@@ -21,6 +21,9 @@ from ._records import ToolCall, ToolOutcome, ToolResult, error_type, new_tool_re
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
 
 
+_OK = ToolOutcome.OK  # a module constant: Python 3.11 looks enum members up slowly, and this runs every call
+
+
 class ToolError(Exception):
     """A failure the model should see and may route around (bad input, not found, ...)."""
 
@@ -137,7 +140,7 @@ class Registry:
             # A tool bug is an observation, not a crash of the run. Only the class goes to the
             # model: an unexpected message can carry paths, connection strings or tokens.
             return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
-        return _result(call, ToolOutcome.OK, content)
+        return _result(call, _OK, content)
 
 
 def _ask(policy: Policy, call: ToolCall) -> str | None:
@@ -235,7 +238,10 @@ def _compile(schema: Any) -> Check:
 
     checks: list[Check] = []
     expected = schema.get("type")
-    if expected is not None:
+    object_keywords = "properties" in schema or "required" in schema or schema.get("additionalProperties") is False
+    # An object schema's own check tells a non-object apart: one check a call, not two.
+    typed_object = expected == "object" and object_keywords
+    if expected is not None and not typed_object:
         kinds = [str(k) for k in (expected if isinstance(expected, list) else [expected])]
         allowed = set(kinds) | ({"integer"} if "number" in kinds else set())  # an integer is a number
         allowed_types = frozenset(t for t, kind in _JSON_TYPE_NAMES.items() if kind in allowed)
@@ -264,8 +270,8 @@ def _compile(schema: Any) -> Check:
                         return problem
             return None
         checks.append(items)
-    if "properties" in schema or "required" in schema or schema.get("additionalProperties") is False:
-        checks.append(_compile_object(schema))
+    if object_keywords:
+        checks.append(_compile_object(schema, typed=typed_object))
 
     if not checks:
         return _accept
@@ -280,7 +286,8 @@ def _compile(schema: Any) -> Check:
     return every
 
 
-def _compile_object(schema: dict[str, Any]) -> Check:
+def _compile_object(schema: dict[str, Any], *, typed: bool) -> Check:
+    """Properties, required and additionalProperties; with ``typed``, also ``type: object``."""
     # Each property's check with the name its problems are reported under, built once.
     properties: dict[str, tuple[Check, str]] = {
         key: (_compile(sub), repr(key)) for key, sub in (schema.get("properties") or {}).items()}
@@ -291,7 +298,7 @@ def _compile_object(schema: dict[str, Any]) -> Check:
 
     def object_(value: Any, where: str) -> str | None:
         if not isinstance(value, dict):
-            return None
+            return f"{where} must be object, got {_json_type(value)}" if typed else None
         for key in required:
             if key not in value:
                 return f"{key!r} is required"
