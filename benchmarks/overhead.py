@@ -16,7 +16,16 @@ not do: (b-a)/(c) is the telemetry's share alone, and (b)/(e) is what tracedagen
 code adds over a loop whose telemetry were free. The loop's bookkeeping costs more interleaved
 with the SDK's calls than on its own (the two evict each other from the CPU's caches), which
 is why (e)-(c) exceeds (a). Metrics are off in (a)-(c) and (e) so that they do the same span
-work; (d) adds the SDK MeterProvider for information. Run: python benchmarks/overhead.py
+work; (d) adds the SDK MeterProvider for information.
+
+How it measures: the SDK is set up as users get it (a BatchSpanProcessor with its default
+queue and batch sizes, exporting from its own thread), and each measurement is a short turn
+of --runs runs that leaves fewer spans queued than the default queue holds: the exporter
+counts what it receives, and the figures are refused if a single span was dropped (a dropped
+span costs next to nothing and would flatter the turn it fell in). Turns are short because
+a shared machine's speed drifts from one tenth of a second to the next; the measures take
+turns within each repeat, and each ratio is the median of the ratios within a repeat, shown
+with the middle half of them. Run: python benchmarks/overhead.py
 """
 
 from __future__ import annotations
@@ -40,10 +49,18 @@ from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, Usa
 from tracedagent._loop import RunState, initial_messages
 
 STEPS = 10
+SPANS_PER_RUN = 1 + STEPS + STEPS + (STEPS - 1)  # run, steps, chat calls, tool calls
+DEFAULT_QUEUE_SIZE = 2048  # BatchSpanProcessor's max_queue_size unless configured
 
 
 class DiscardingExporter(SpanExporter):
+    """Exports nowhere, counting what it was given so that a dropped span is noticed."""
+
+    def __init__(self) -> None:
+        self.exported = 0
+
     def export(self, spans):
+        self.exported += len(spans)
         return SpanExportResult.SUCCESS
 
 
@@ -72,12 +89,10 @@ class ZeroLatencyModel:
         return turn
 
 
-def sdk_provider() -> TracerProvider:
-    """The queue is large enough that no span is dropped: a full queue drops spans cheaply,
-    which would flatter whichever measurement happened to run while it was full."""
+def sdk_provider(exporter: SpanExporter) -> TracerProvider:
+    """The SDK as users get it: a BatchSpanProcessor with its default queue and batch sizes."""
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(DiscardingExporter(), max_queue_size=1 << 20,
-                                                   max_export_batch_size=4096))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
 
 
@@ -198,32 +213,45 @@ def floor_with_loop_runs(tracer_provider, runs: int) -> float:
 
 
 def per_step_us(measures: dict[str, Callable[[int], float]], runs: int, repeats: int,
-                flush: Callable[[], object]) -> dict[str, float]:
-    """Median µs/step of each measure; the measures take turns, so drift in the machine's
-    load affects them alike, and the span queue is drained before every turn."""
+                flush: Callable[[], object]) -> dict[str, list[float]]:
+    """µs/step of each measure in each repeat. Within a repeat the measures take turns, in an
+    order that rotates from one repeat to the next, so that two measures of the same repeat
+    ran under the same load: their ratio is what the figures are made of. The span queue is
+    drained before every turn."""
     times: dict[str, list[float]] = {name: [] for name in measures}
     for name, measure in measures.items():
         measure(max(1, runs // 10))  # warm up
-    for _ in range(repeats):
-        for name, measure in measures.items():
+    names = list(measures)
+    for repeat in range(repeats):
+        for name in names[repeat % len(names):] + names[: repeat % len(names)]:
             flush()
             gc.collect()
             gc.disable()  # as timeit does: collections would time the heap, not the code
             try:
-                times[name].append(measure(runs))
+                times[name].append(measures[name](runs) / (runs * STEPS) * 1e6)
             finally:
                 gc.enable()
-    return {name: statistics.median(t) / (runs * STEPS) * 1e6 for name, t in times.items()}
+    return times
+
+
+def ratio(us: dict[str, list[float]], x: str, y: str) -> str:
+    """The median of x/y over the repeats, with the middle half of them: a noisy machine
+    shows as a wide range rather than as a wrong figure."""
+    q1, median, q3 = statistics.quantiles([a / b for a, b in zip(us[x], us[y])], n=4)
+    return f"{median:.2f} [{q1:.2f}-{q3:.2f}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=300)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=20, help="runs per turn (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=61, help="turns of each measure (default: %(default)s)")
     args = parser.parse_args()
+    if args.runs * SPANS_PER_RUN > DEFAULT_QUEUE_SIZE:
+        parser.error(f"--runs {args.runs} would queue more spans a turn than the SDK's default queue holds")
 
     noop_tracer, noop_meter = NoOpTracerProvider(), NoOpMeterProvider()
-    sdk = sdk_provider()
+    exporter = DiscardingExporter()
+    sdk = sdk_provider(exporter)
     sdk_meter = MeterProvider(metric_readers=[InMemoryMetricReader()])
     us = per_step_us({
         "a": lambda n: agent_runs(noop_tracer, noop_meter, n),
@@ -233,20 +261,24 @@ def main() -> None:
         "e": lambda n: floor_with_loop_runs(sdk, n),
     }, args.runs, args.repeats, flush=sdk.force_flush)
     sdk.shutdown()
-    a, b, c, d, e = us["a"], us["b"], us["c"], us["d"], us["e"]
+    emitted = SPANS_PER_RUN * 4 * (args.runs * args.repeats + max(1, args.runs // 10))  # (b)-(e), with warm-up
+    if exporter.exported != emitted:
+        raise SystemExit(f"the SDK dropped {emitted - exporter.exported} of {emitted} spans: figures refused")
+    a, b, c, d, e = (statistics.median(us[name]) for name in "abcde")
 
-    print(f"{STEPS}-step runs x {args.runs}, median of {args.repeats} repeats, per step:")
+    print(f"{STEPS}-step runs x {args.runs}, {args.repeats} repeats; medians per step, and of the "
+          f"ratios within each repeat [middle half]:")
     print(f"  (a) no SDK (no-op providers)            {a:8.1f} us/step")
     print(f"  (b) SDK + BatchSpanProcessor + discard  {b:8.1f} us/step")
     print(f"  (c) floor: bare OTel calls, same spans  {c:8.1f} us/step")
     print(f"  (d) (b) plus the SDK MeterProvider      {d:8.1f} us/step")
     print(f"  (e) floor + the loop's own bookkeeping  {e:8.1f} us/step")
-    print(f"  (b)/(c) = {b / c:.2f}   (target <= 1.3: the harness adds little beyond the SDK's own work)")
-    print(f"  (b-a)/(c) = {(b - a) / c:.2f} (the harness's telemetry alone, the loop's own work (a) taken out)")
-    print(f"  (e)/(c) = {e / c:.2f}   (the best (b)/(c) a loop doing this bookkeeping could reach: free telemetry)")
-    print(f"  (b)/(e) = {b / e:.2f}   (what tracedagent's telemetry code adds over free telemetry)")
-    print(f"  (b)/(a) = {b / a:.2f}   (what turning tracing on costs the loop)")
-    print(f"  (d)/(b) = {d / b:.2f}   (what metrics add)")
+    print(f"  (b)/(c) = {ratio(us, 'b', 'c')}  (target <= 1.3: the harness adds little beyond the SDK's own work)")
+    print(f"  (b-a)/(c) = {(b - a) / c:.2f}         (the harness's telemetry alone, the loop's own work (a) taken out)")
+    print(f"  (e)/(c) = {ratio(us, 'e', 'c')}  (the best (b)/(c) a loop doing this bookkeeping could reach)")
+    print(f"  (b)/(e) = {ratio(us, 'b', 'e')}  (what tracedagent's telemetry code adds over free telemetry)")
+    print(f"  (b)/(a) = {ratio(us, 'b', 'a')}  (what turning tracing on costs the loop)")
+    print(f"  (d)/(b) = {ratio(us, 'd', 'b')}  (what metrics add)")
 
 
 if __name__ == "__main__":

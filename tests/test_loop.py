@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tracedagent import (Agent, Budget, Completion, FatalToolError, Registry, Stop, Tool, ToolCall,
-                         ToolError, ToolOutcome, tool)
+from tracedagent import (Agent, Budget, Completion, FatalToolError, Registry, Step, Stop, Tool, ToolCall,
+                         ToolError, ToolOutcome, ToolResult, tool)
+from tracedagent import _loop
+from tracedagent._records import new_tool_result
 from tracedagent.testing import FakeModel, ScriptExhausted, tool_call
 
 
@@ -423,3 +429,73 @@ def test_fake_model_keeps_provider_data():
     turn = Completion(text="hi", provider_data={"anthropic": {"thinking": [{"type": "thinking"}]}})
     run = Agent(FakeModel([turn])).run("go")
     assert run.messages[-1]["provider_data"] == {"anthropic": {"thinking": [{"type": "thinking"}]}}
+
+
+# --- the hot paths' shortcuts make the same values as the plain code -----------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_the_repeat_key_is_json_dumps_with_sorted_keys(value):
+    assert _loop._stable(value) == json.dumps(value, sort_keys=True, default=str)
+
+
+def test_repeat_keys_for_values_json_cannot_encode_are_still_keys():
+    assert _loop._stable({"when": object}) == json.dumps({"when": object}, sort_keys=True, default=str)
+    assert _loop._stable({(1, 2): "x"}) == repr({(1, 2): "x"})  # keys JSON cannot sort
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    assert _loop._stable(cycle) == repr(cycle)
+    deep: list[Any] = []
+    for _ in range(100_000):  # deeper than both the encoder and repr can go
+        deep = [deep]
+    assert _loop._stable(deep).startswith("<arguments at 0x")
+
+
+def test_a_cyclic_argument_from_a_custom_model_is_a_tool_outcome_not_a_crash():
+    cycle: dict[str, Any] = {}
+    cycle["n"] = cycle
+    turns = iter([Completion(tool_calls=[ToolCall("1", "echo", cycle)]), Completion(text="done")])
+
+    class CustomModel:  # not FakeModel: it would fail estimating the tokens of a cycle
+        def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+            return next(turns)
+
+    run = Agent(CustomModel(), registry(echo)).run("go")
+    assert run.ok and run.trajectory() == ["echo"]
+
+
+def test_the_registrys_tool_results_are_ordinary_frozen_tool_results():
+    built = new_tool_result("c1", "lookup", "42", ToolOutcome.ERROR, "KeyError")
+    plain = ToolResult("c1", "lookup", "42", ToolOutcome.ERROR, "KeyError")
+    assert built == plain and hash(built) == hash(plain) and repr(built) == repr(plain)
+    assert set(vars(built)) == {f.name for f in dataclasses.fields(ToolResult)}  # a new field must be set here too
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.content = "changed"  # type: ignore[misc]
+
+
+def test_step_tool_names_is_the_three_properties_in_one_pass():
+    completion = Completion(tool_calls=[ToolCall("1", "a"), ToolCall("2", "b"), ToolCall("3", "c")])
+    step = Step(index=0, completion=completion, tool_results=[
+        ToolResult("1", "a", "ok"), ToolResult("2", "b", "no", ToolOutcome.DENIED)])
+    assert step.tool_names() == (step.requested_names, step.succeeded_names, step.blocked_names)
+    assert step.tool_names() == (["a", "b", "c"], ["a"], ["b"])
+
+
+@pytest.mark.parametrize("arguments, problem", [
+    ({"where": {"city": "Oslo"}}, None),
+    ({"where": "Oslo"}, "'where' must be object, got string"),
+    ({"where": {"city": 3}}, "'city' must be string, got integer"),
+    ({"where": {}}, "'city' is required"),
+])
+def test_an_object_schema_checks_its_own_type(arguments, problem):
+    schema = {"type": "object", "required": ["where"], "additionalProperties": False, "properties": {
+        "where": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}}}}
+    result = Registry([Tool(name="go", description="Go.", parameters=schema, fn=lambda **kw: "ok")]).dispatch(
+        ToolCall("1", "go", arguments))
+    assert (result.ok if problem is None else problem in result.content), result.content
