@@ -13,10 +13,9 @@ Three ways to run the same 10-step agent (a zero-latency FakeModel, one tool cal
 (b)/(c) is the harness's overhead over the SDK's own work (target <= 1.3); (b)/(a) is what
 turning tracing on costs. (b)/(c) includes the loop's own work, (a), which the floor does
 not do: (b-a)/(c) is the telemetry's share alone, and (b)/(e) is what tracedagent's telemetry
-code adds over a loop whose telemetry were free. The loop's bookkeeping costs more interleaved
-with the SDK's calls than on its own (the two evict each other from the CPU's caches), which
-is why (e)-(c) exceeds (a). Metrics are off in (a)-(c) and (e) so that they do the same span
-work; (d) adds the SDK MeterProvider for information.
+code adds over a loop whose telemetry were free. Metrics are off in (a)-(c) and (e) so that
+they do the same span work; (d) adds the SDK MeterProvider for information. For counts that
+the machine's load cannot move, see instructions.py.
 
 How it measures: the SDK is set up as users get it (a BatchSpanProcessor with its default
 queue and batch sizes, exporting from its own thread), and each measurement is a short turn
@@ -246,6 +245,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="runs per turn (default: %(default)s)")
     parser.add_argument("--repeats", type=int, default=61, help="turns of each measure (default: %(default)s)")
     args = parser.parse_args()
+    if args.repeats < 2:
+        parser.error("--repeats must be at least 2: the ratios are medians over the repeats")
     if args.runs * SPANS_PER_RUN > DEFAULT_QUEUE_SIZE:
         parser.error(f"--runs {args.runs} would queue more spans a turn than the SDK's default queue holds")
 
