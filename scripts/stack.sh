@@ -282,10 +282,20 @@ start_service() {
   log "started $name (pid $!, log .stack/log/$name.log)"
 }
 
+# Alive, whatever it is running yet: right after start_service the pid may still be the
+# subshell or setsid on its way to exec'ing the service, which running_pid (it checks the
+# binary, against a reused pid) would take for a service that died.
+alive() {
+  local f pid=""
+  f="$(pid_file "$1")"
+  [[ -f $f ]] && read -r pid <"$f" && [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null &&
+    ! grep -q '^State:.*zombie' "/proc/$pid/status" 2>/dev/null  # exited, not yet reaped
+}
+
 wait_healthy() {
   local name=$1 deadline=$((SECONDS + ${STACK_HEALTH_TIMEOUT:-60}))
   until healthy "$name"; do
-    if ! running_pid "$name" >/dev/null; then
+    if ! alive "$name"; then
       tail -20 "$LOGS/$name.log" >&2
       die "$name exited during startup (log: .stack/log/$name.log)"
     fi
