@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._budget import Stop
-from ._records import Completion, Message, ToolOutcome, ToolResult
+from ._records import OUTCOME_OK, Completion, Message, ToolResult
 
 __all__ = ["Step", "Run"]
-
-_OK = ToolOutcome.OK  # a module constant: Python 3.11 looks enum members up slowly, and this runs every step
 
 
 @dataclass(kw_only=True)
@@ -51,7 +49,7 @@ class Step:
         for call in self.completion.tool_calls:  # loops, not comprehensions: on 3.11 each is a call
             requested.append(call.name)
         for result in self.tool_results:
-            (succeeded if result.outcome is _OK else blocked).append(result.name)
+            (succeeded if result.outcome is OUTCOME_OK else blocked).append(result.name)
         return requested, succeeded, blocked
 
 

@@ -26,7 +26,8 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 
 from . import _names as N
 from ._budget import Budget, Stop
-from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, check_completion, error_type
+from ._records import (OUTCOME_OK, Completion, Message, Model, ToolCall, ToolResult, check_completion,
+                       error_type)
 from ._tools import to_text
 from ._version import __version__
 
@@ -38,8 +39,7 @@ __all__ = ["AgentTelemetry", "capture_content_from_env"]
 
 _log = logging.getLogger("tracedagent")
 
-# Enum members read on every call, as module constants: Python 3.11 looks them up slowly.
-_OK = ToolOutcome.OK
+# Read on every call, so module constants: Python 3.11 looks enum members up slowly.
 _INTERNAL, _CLIENT = SpanKind.INTERNAL, SpanKind.CLIENT
 _reported: set[tuple[str, str]] = set()
 
@@ -270,7 +270,7 @@ class _RunSpan:
     Its steps report the tools they requested, executed and blocked as they end, so that the
     run span's lists are the concatenation of its step spans' (and equal the ``Run``'s)."""
 
-    __slots__ = ("telemetry", "state", "span", "token", "requested", "executed", "blocked")
+    __slots__ = ("telemetry", "state", "span", "token", "recording", "requested", "executed", "blocked")
 
     def __init__(self, telemetry: AgentTelemetry, state: RunState) -> None:
         self.telemetry, self.state = telemetry, state
@@ -281,7 +281,9 @@ class _RunSpan:
     def __enter__(self) -> _RunSpan:
         t, state = self.telemetry, self.state
         self.span, self.token = t._open(t.run_span_name, _INTERNAL, t._run_attributes(state.budget))
+        self.recording = False
         with _guard("reading the trace id"):
+            self.recording = self.span.is_recording()
             ctx = self.span.get_span_context()
             if ctx.is_valid:
                 state.trace_id = trace.format_trace_id(ctx.trace_id)
@@ -321,21 +323,23 @@ class _StepSpan:
         span, run, state = self.span, self.run, self.run.state
         try:
             step = state.steps[-1] if state.steps else None
-            if step is not None and step.index == self.index:  # else the model call failed: no turn
+            recording = span.is_recording()
+            # No turn if the model call failed; no names gathered if no span would carry them.
+            if step is not None and step.index == self.index and (recording or run.recording):
                 requested, executed, blocked = step.tool_names()
                 run.requested += requested
                 run.executed += executed
                 run.blocked += blocked
-                if span.is_recording():
+                if recording:
                     usage = step.completion.usage
                     span.set_attributes({
                         N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
                         N.TOOLS_REQUESTED: _names(requested), N.TOOLS_EXECUTED: _names(executed),
                         N.TOOLS_BLOCKED: _names(blocked)})
-            if state.run is not None and state.run.stop is not Stop.ANSWERED and span.is_recording():
+            if recording and state.run is not None and state.run.stop is not Stop.ANSWERED:
                 span.add_event(N.STOP_EVENT, {N.STOP_REASON: state.run.stop.value})
-        except Exception as exc:
-            _report("ending a step span", exc)
+        except Exception as error:  # not ``exc``: that names the exception the step ended with
+            _report("ending a step span", error)
         _close(span, self.token, "ending a step span")
 
 
@@ -386,7 +390,7 @@ class _InstrumentedDispatch:
             span.set_attribute(N.TOOL_OUTCOME, outcome)
             if t.capture_content and span.is_recording():
                 span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, t._content(result.content))
-            if result.outcome is not _OK:
+            if result.outcome is not OUTCOME_OK:
                 _fail(span, result.error_type or outcome)
         except Exception as exc:
             _report("ending a tool span", exc)

@@ -16,12 +16,9 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Protocol, overload
 
-from ._records import ToolCall, ToolOutcome, ToolResult, error_type, new_tool_result
+from ._records import OUTCOME_OK, ToolCall, ToolOutcome, ToolResult, error_type, new_tool_result
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
-
-
-_OK = ToolOutcome.OK  # a module constant: Python 3.11 looks enum members up slowly, and this runs every call
 
 
 class ToolError(Exception):
@@ -140,7 +137,7 @@ class Registry:
             # A tool bug is an observation, not a crash of the run. Only the class goes to the
             # model: an unexpected message can carry paths, connection strings or tokens.
             return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
-        return _result(call, _OK, content)
+        return _result(call, OUTCOME_OK, content)
 
 
 def _ask(policy: Policy, call: ToolCall) -> str | None:
