@@ -1,6 +1,6 @@
 """Per-step cost of tracing: how much does tracedagent add beyond what the OTel SDK must do?
 
-Three ways to run the same 10-step agent (a zero-latency FakeModel, one tool call a step):
+The same 10-step agent (a zero-latency FakeModel, one tool call a step), measured four ways:
 
   (a) no SDK: the API's no-op providers - the cost of the loop itself;
   (b) the SDK: TracerProvider + BatchSpanProcessor + an exporter that discards;
