@@ -28,7 +28,7 @@ class Step:
     @property
     def requested_names(self) -> list[str]:
         """What the model asked for, including calls that were denied or never dispatched."""
-        return [tc.name for tc in self.completion.tool_calls]
+        return self.tool_names()[0]
 
     @property
     def succeeded_names(self) -> list[str]:
