@@ -45,7 +45,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import NoOpTracerProvider, SpanKind
 
 from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, Usage, tool
-from tracedagent._loop import RunState, initial_messages
+from tracedagent._run import RunState, initial_messages
 
 STEPS = 10
 SPANS_PER_RUN = 1 + STEPS + STEPS + (STEPS - 1)  # run, steps, chat calls, tool calls
@@ -180,6 +180,7 @@ def floor_with_loop_runs(tracer_provider, runs: int) -> float:
     started = time.perf_counter()
     for _ in range(runs):
         state = RunState(budget, initial_messages(None, None, "go"))
+        run = None
         run_span, run_token = child("invoke_agent agent", SpanKind.INTERNAL, run_start)
         for i in range(STEPS):
             step_span, step_token = child("step", SpanKind.INTERNAL, {"tracedagent.step.index": i})
@@ -190,7 +191,7 @@ def floor_with_loop_runs(tracer_provider, runs: int) -> float:
             chat.end()
             step = state.record(i, completion)
             if not completion.wants_tools:
-                state.finish(Stop.ANSWERED)
+                run = state.finish(Stop.ANSWERED)
             elif not state.repeated_call(completion.tool_calls):
                 for call in completion.tool_calls:
                     tool_span, tool_token = child("execute_tool lookup", SpanKind.INTERNAL, {
@@ -200,14 +201,13 @@ def floor_with_loop_runs(tracer_provider, runs: int) -> float:
                     otel_context.detach(tool_token)
                     tool_span.set_attribute("tracedagent.tool.outcome", "ok")
                     tool_span.end()
-                    step.tool_results.append(result)
-                    state.messages.append(result.as_message())
+                    state.append(step, result)
                 state.over_budget()
             step_span.set_attributes(step_end)
             close(step_span, step_token)
         run_span.set_attributes(run_end)
         close(run_span, run_token)
-    assert state.run is not None and state.run.ok
+    assert run is not None and run.ok
     return time.perf_counter() - started
 
 

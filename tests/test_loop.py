@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from tracedagent import (Agent, Budget, Completion, FatalToolError, Registry, Step, Stop, Tool, ToolCall,
                          ToolError, ToolOutcome, ToolResult, tool)
-from tracedagent import _loop
-from tracedagent._records import new_tool_result
+from tracedagent._run import canonical_arguments
 from tracedagent.testing import FakeModel, ScriptExhausted, tool_call
 
 
@@ -442,19 +441,19 @@ JSON_VALUES = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(JSON_VALUES)
 def test_the_repeat_key_is_json_dumps_with_sorted_keys(value):
-    assert _loop._stable(value) == json.dumps(value, sort_keys=True, default=str)
+    assert canonical_arguments(value) == json.dumps(value, sort_keys=True, default=str)
 
 
 def test_repeat_keys_for_values_json_cannot_encode_are_still_keys():
-    assert _loop._stable({"when": object}) == json.dumps({"when": object}, sort_keys=True, default=str)
-    assert _loop._stable({(1, 2): "x"}) == repr({(1, 2): "x"})  # keys JSON cannot sort
+    assert canonical_arguments({"when": object}) == json.dumps({"when": object}, sort_keys=True, default=str)
+    assert canonical_arguments({(1, 2): "x"}) == repr({(1, 2): "x"})  # keys JSON cannot sort
     cycle: dict[str, Any] = {}
     cycle["self"] = cycle
-    assert _loop._stable(cycle) == repr(cycle)
+    assert canonical_arguments(cycle) == repr(cycle)
     deep: list[Any] = []
     for _ in range(100_000):  # deeper than both the encoder and repr can go
         deep = [deep]
-    assert _loop._stable(deep).startswith("<arguments at 0x")
+    assert canonical_arguments(deep).startswith("<arguments at 0x")
 
 
 def test_a_cyclic_argument_from_a_custom_model_is_a_tool_outcome_not_a_crash():
@@ -470,21 +469,12 @@ def test_a_cyclic_argument_from_a_custom_model_is_a_tool_outcome_not_a_crash():
     assert run.ok and run.trajectory() == ["echo"]
 
 
-def test_the_registrys_tool_results_are_ordinary_frozen_tool_results():
-    built = new_tool_result("c1", "lookup", "42", ToolOutcome.ERROR, "KeyError")
-    plain = ToolResult("c1", "lookup", "42", ToolOutcome.ERROR, "KeyError")
-    assert built == plain and hash(built) == hash(plain) and repr(built) == repr(plain)
-    assert set(vars(built)) == {f.name for f in dataclasses.fields(ToolResult)}  # a new field must be set here too
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        built.content = "changed"  # type: ignore[misc]
 
-
-def test_step_tool_names_is_the_three_properties_in_one_pass():
+def test_a_steps_three_lists_split_what_was_requested():
     completion = Completion(tool_calls=[ToolCall("1", "a"), ToolCall("2", "b"), ToolCall("3", "c")])
     step = Step(index=0, completion=completion, tool_results=[
         ToolResult("1", "a", "ok"), ToolResult("2", "b", "no", ToolOutcome.DENIED)])
-    assert step.tool_names() == (step.requested_names, step.succeeded_names, step.blocked_names)
-    assert step.tool_names() == (["a", "b", "c"], ["a"], ["b"])
+    assert (step.requested_names, step.succeeded_names, step.blocked_names) == (["a", "b", "c"], ["a"], ["b"])
 
 
 @pytest.mark.parametrize("arguments, problem", [

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 __all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message", "error_type",
-           "check_completion", "new_tool_result", "OUTCOME_OK"]
+           "check_completion"]
 
 Message = dict[str, Any]
 """One conversation turn in the loop's provider-neutral shape.
@@ -110,11 +110,6 @@ class ToolOutcome(str, enum.Enum):
     """The tool raised ``FatalToolError``: the run ends."""
 
 
-OUTCOME_OK = ToolOutcome.OK
-"""``ToolOutcome.OK`` for the code that reads it on every tool call: Python 3.11 looks enum
-members up several times slower than a module constant."""
-
-
 @dataclass(frozen=True)
 class ToolResult:
     """What dispatching one ``ToolCall`` produced."""
@@ -137,23 +132,6 @@ class ToolResult:
     def as_message(self) -> Message:
         return {"role": "tool", "tool_call_id": self.call_id, "name": self.name,
                 "content": self.content}
-
-
-def new_tool_result(call_id: str, name: str, content: str, outcome: ToolOutcome,
-                    error_type: str | None) -> ToolResult:
-    """``ToolResult(call_id, name, content, outcome, error_type)``, at under half the cost.
-
-    A frozen dataclass's ``__init__`` stores each field through ``object.__setattr__``, which
-    made the result of every tool call dearer to build than its arguments were to check. This
-    fills the new instance's ``__dict__`` directly: the same object, just as frozen."""
-    result = object.__new__(ToolResult)
-    fields = result.__dict__
-    fields["call_id"] = call_id
-    fields["name"] = name
-    fields["content"] = content
-    fields["outcome"] = outcome
-    fields["error_type"] = error_type
-    return result
 
 
 @runtime_checkable

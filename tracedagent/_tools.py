@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Literal, Protocol, overload
 
-from ._records import OUTCOME_OK, ToolCall, ToolOutcome, ToolResult, error_type, new_tool_result
+from ._records import ToolCall, ToolOutcome, ToolResult, error_type
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
 
@@ -137,7 +137,7 @@ class Registry:
             # A tool bug is an observation, not a crash of the run. Only the class goes to the
             # model: an unexpected message can carry paths, connection strings or tokens.
             return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
-        return _result(call, OUTCOME_OK, content)
+        return _result(call, ToolOutcome.OK, content)
 
 
 def _ask(policy: Policy, call: ToolCall) -> str | None:
@@ -152,7 +152,7 @@ def _ask(policy: Policy, call: ToolCall) -> str | None:
 
 
 def _result(call: ToolCall, outcome: ToolOutcome, content: str, error_type: str | None = None) -> ToolResult:
-    return new_tool_result(call.id, call.name, content, outcome, error_type)
+    return ToolResult(call_id=call.id, name=call.name, content=content, outcome=outcome, error_type=error_type)
 
 
 _TEXT_JSON = json.JSONEncoder(default=str, ensure_ascii=False)  # built once: json.dumps builds one a call
@@ -171,7 +171,7 @@ def to_text(value: Any) -> str:
 
 # --- Arguments -------------------------------------------------------------------------
 
-def _parse_arguments(raw: dict[str, Any] | str, check: Check) -> tuple[dict[str, Any], str | None]:
+def _parse_arguments(raw: dict[str, Any] | str, check: Validator) -> tuple[dict[str, Any], str | None]:
     """Decode and validate arguments; returns ``(arguments, None)`` or ``({}, problem)``."""
     arguments: Any = raw
     if isinstance(raw, str):
@@ -193,11 +193,11 @@ def _json_type(value: Any) -> str:
     return _JSON_TYPE_NAMES.get(type(value)) or type(value).__name__
 
 
-Check = Callable[[Any, str], "str | None"]
+Validator = Callable[[Any, str], "str | None"]
 """A compiled schema: ``check(value, where)`` returns ``None`` or the problem, naming ``where``."""
 
 
-def _checker(t: Tool) -> Check:
+def _checker(t: Tool) -> Validator:
     """The compiled check of a tool's parameters; a schema it cannot read fails the Registry
     now, naming the tool, rather than every call to it later."""
     try:
@@ -215,7 +215,7 @@ def _reject(value: Any, where: str) -> str | None:
     return f"{where} is not allowed"
 
 
-def _compile(schema: Any) -> Check:
+def _compile(schema: Any) -> Validator:
     """The subset of JSON Schema that ``tool`` generates (type, enum, items, properties,
     required, additionalProperties, anyOf), resolved once per tool so that dispatch does not
     re-read the schema every call. ``true`` accepts anything and ``false`` nothing, as in JSON
@@ -233,7 +233,7 @@ def _compile(schema: Any) -> Check:
             return f"{where} does not match any allowed type"
         return any_of
 
-    checks: list[Check] = []
+    checks: list[Validator] = []
     expected = schema.get("type")
     object_keywords = "properties" in schema or "required" in schema or schema.get("additionalProperties") is False
     # An object schema's own check tells a non-object apart: one check a call, not two.
@@ -283,10 +283,10 @@ def _compile(schema: Any) -> Check:
     return every
 
 
-def _compile_object(schema: dict[str, Any], *, typed: bool) -> Check:
+def _compile_object(schema: dict[str, Any], *, typed: bool) -> Validator:
     """Properties, required and additionalProperties; with ``typed``, also ``type: object``."""
     # Each property's check with the name its problems are reported under, built once.
-    properties: dict[str, tuple[Check, str]] = {
+    properties: dict[str, tuple[Validator, str]] = {
         key: (_compile(sub), repr(key)) for key, sub in (schema.get("properties") or {}).items()}
     required = schema.get("required", [])
     if not isinstance(required, (list, tuple)):

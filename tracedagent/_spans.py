@@ -1,0 +1,269 @@
+"""One scope per kind of span: a run, a step, a model call, a tool call.
+
+A scope starts its span as a child of the current one and makes it current; it ends itself
+exactly once, with ``end(record)`` when the work finished or ``fail(kind, description)``
+when it did not, and records its metrics after its span has ended. The loop hands a scope
+what it has - the step when a step ends, the ``Run`` when the run finishes - and the scope
+reads attributes off those records: telemetry never writes into the loop's state.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
+
+from . import _names as N
+from ._budget import Budget, Stop
+from ._records import Completion, Message, ToolCall, ToolResult
+from ._run import Run, Step
+from ._telemetry import AgentTelemetry, bounded, bounded_list, guard, report, truncate
+
+__all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope"]
+
+
+class _Scope:
+    """A span from its start to its one end, current in between."""
+
+    __slots__ = ("span", "_token", "_open")
+    doing = "ending a span"
+
+    def __init__(self, telemetry: AgentTelemetry, name: str, kind: SpanKind, attributes: dict[str, Any]) -> None:
+        try:
+            self.span = telemetry.tracer.start_span(name, None, kind, attributes)
+        except Exception as exc:
+            report("starting a span", exc)
+            self.span = INVALID_SPAN
+        try:
+            self._token: object | None = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception as exc:
+            report("attaching the span context", exc)
+            self._token = None
+        self._open = True
+
+    def fail(self, kind: str, description: str | None = None) -> None:
+        """End the span marked failed: ERROR status plus ``error.type`` (both bounded)."""
+        if not self._open:
+            return
+        with guard(self.doing):
+            self.span.set_attribute(N.ERROR_TYPE, bounded(kind))
+            self.span.set_status(Status(StatusCode.ERROR, description and truncate(description, N.MAX_DESCRIPTION_LENGTH)))
+        self._close()
+
+    def _close(self) -> None:
+        """Make the span's parent current again and end the span, whatever happened before."""
+        self._open = False
+        if self._token is not None:
+            try:
+                otel_context.detach(self._token)  # type: ignore[arg-type]
+            except Exception as exc:
+                report("detaching the span context", exc)
+        try:
+            self.span.end()
+        except Exception as exc:
+            report(self.doing, exc)
+
+
+class RunScope(_Scope):
+    """The ``invoke_agent`` span of one run, with the step span open inside it."""
+
+    __slots__ = ("_t", "_step")
+    doing = "ending a run span"
+
+    def __init__(self, telemetry: AgentTelemetry, budget: Budget) -> None:
+        super().__init__(telemetry, telemetry.run_span_name, SpanKind.INTERNAL, telemetry.run_start_attributes(budget))
+        self._t = telemetry
+        self._step: StepScope | None = None
+
+    @property
+    def trace_id(self) -> str | None:
+        """The run's trace id in hex, or ``None`` when nothing records it."""
+        with guard("reading the trace id"):
+            context = self.span.get_span_context()
+            if context.is_valid:
+                return trace.format_trace_id(context.trace_id)
+        return None
+
+    def start_step(self, index: int) -> None:
+        """Open the span of loop iteration ``index``: the model and tool spans nest inside it."""
+        self._step = StepScope(self._t, index)
+
+    def end_step(self, step: Step) -> None:
+        """The step did its work and the run goes on."""
+        if self._step is not None:
+            self._step.end(step, None)
+            self._step = None
+
+    def end(self, run: Run) -> None:
+        """The run returned: close its last step, then the run span, then count it."""
+        if self._step is not None:
+            last = run.steps[-1] if run.steps and run.steps[-1].index == self._step.index else None
+            self._step.end(last, run.stop)  # ``None``: the model call of that step failed
+            self._step = None
+        with guard(self.doing):
+            if self.span.is_recording():
+                self.span.set_attributes({
+                    N.STOP_REASON: run.stop.value, N.STEPS: run.step_count,
+                    N.GEN_AI_USAGE_INPUT_TOKENS: run.input_tokens, N.GEN_AI_USAGE_OUTPUT_TOKENS: run.output_tokens,
+                    N.COST_USD: run.cost,
+                    N.TOOLS_REQUESTED: bounded_list(run.requested_tools()),
+                    N.TOOLS_EXECUTED: bounded_list(run.trajectory()),
+                    N.TOOLS_BLOCKED: bounded_list(run.blocked_tools())})
+        if run.ok:
+            self._close()
+        else:
+            self.fail(run.stop.value, run.output)
+        self._record_metrics(run)
+
+    def fail(self, kind: str, description: str | None = None) -> None:
+        """The run raised (an interrupt, or a bug): its open step and the run span end failed."""
+        if self._step is not None:
+            self._step.fail(kind)
+            self._step = None
+        super().fail(kind, description)
+
+    def _record_metrics(self, run: Run) -> None:
+        t = self._t
+        if not t.metrics_on:
+            return
+        with guard("recording run metrics"):
+            labels = {N.GEN_AI_AGENT_NAME: t.agent_name, N.STOP_REASON: run.stop.value}
+            t.run_counter.add(1, labels)
+            t.steps_histogram.record(run.step_count, labels)
+            t.cost_counter.add(run.cost, t.cost_labels)
+
+
+class StepScope(_Scope):
+    """The span of one loop iteration."""
+
+    __slots__ = ("index",)
+    doing = "ending a step span"
+
+    def __init__(self, telemetry: AgentTelemetry, index: int) -> None:
+        super().__init__(telemetry, N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
+        self.index = index
+
+    def end(self, step: Step | None, stop: Stop | None) -> None:
+        """``step`` is the turn this iteration recorded (``None`` if its model call failed);
+        ``stop`` is why the run ended inside it, if it did."""
+        with guard(self.doing):
+            span = self.span
+            if span.is_recording():
+                if step is not None:
+                    usage = step.completion.usage
+                    span.set_attributes({
+                        N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
+                        N.TOOLS_REQUESTED: bounded_list(step.requested_names),
+                        N.TOOLS_EXECUTED: bounded_list(step.succeeded_names),
+                        N.TOOLS_BLOCKED: bounded_list(step.blocked_names)})
+                if stop is not None and stop is not Stop.ANSWERED:
+                    span.add_event(N.STOP_EVENT, {N.STOP_REASON: stop.value})
+        self._close()
+
+
+class ChatScope(_Scope):
+    """The ``chat`` span of one model call, and the GenAI client metrics."""
+
+    __slots__ = ("_t", "_started")
+    doing = "ending a chat span"
+
+    def __init__(self, telemetry: AgentTelemetry, messages: list[Message],
+                 max_output_tokens: int | None, temperature: float | None) -> None:
+        attributes = telemetry.chat_attributes
+        if max_output_tokens is not None or temperature is not None:
+            attributes = dict(attributes)
+            if max_output_tokens is not None:
+                attributes[N.GEN_AI_REQUEST_MAX_TOKENS] = max_output_tokens
+            if temperature is not None:
+                attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
+        super().__init__(telemetry, telemetry.chat_span_name, SpanKind.CLIENT, attributes)
+        self._t = telemetry
+        if telemetry.capture_content:
+            with guard("capturing input messages"):
+                if self.span.is_recording():
+                    self.span.set_attribute(N.GEN_AI_INPUT_MESSAGES, telemetry.content(messages))
+        self._started = time.perf_counter()
+
+    def end(self, completion: Completion) -> None:
+        seconds = time.perf_counter() - self._started
+        with guard(self.doing):
+            if self.span.is_recording():
+                self.span.set_attributes(self._response_attributes(completion))
+        self._close()
+        t = self._t
+        if t.metrics_on:
+            with guard("recording model metrics"):
+                labels = {**t.chat_attributes, **({N.GEN_AI_RESPONSE_MODEL: bounded(completion.model)}
+                                                  if completion.model else {})}
+                t.duration_histogram.record(seconds, labels)
+                t.token_histogram.record(completion.usage.input_tokens,
+                                         {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_INPUT})
+                t.token_histogram.record(completion.usage.output_tokens,
+                                         {**labels, N.GEN_AI_TOKEN_TYPE: N.TOKEN_TYPE_OUTPUT})
+
+    def fail(self, kind: str, description: str | None = None) -> None:
+        """The model call raised. Only the exception's type is recorded: provider error
+        messages can echo request content or key fragments."""
+        seconds = time.perf_counter() - self._started
+        super().fail(kind, description)
+        t = self._t
+        if t.metrics_on:
+            with guard("recording model metrics"):
+                t.duration_histogram.record(seconds, {**t.chat_attributes, N.ERROR_TYPE: bounded(kind)})
+
+    def _response_attributes(self, completion: Completion) -> dict[str, Any]:
+        usage = completion.usage
+        attributes: dict[str, Any] = {N.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+                                      N.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens}
+        # The provider chose these strings: bounded like every other name.
+        if completion.model:
+            attributes[N.GEN_AI_RESPONSE_MODEL] = bounded(completion.model)
+        if completion.response_id:
+            attributes[N.GEN_AI_RESPONSE_ID] = bounded(completion.response_id)
+        if completion.finish_reason:
+            attributes[N.GEN_AI_RESPONSE_FINISH_REASONS] = [bounded(completion.finish_reason)]
+        if usage.cache_read_input_tokens:
+            attributes[N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_input_tokens
+        if usage.cache_creation_input_tokens:
+            attributes[N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
+        if self._t.capture_content:
+            attributes[N.GEN_AI_OUTPUT_MESSAGES] = self._t.content([completion.as_message()])
+        return attributes
+
+
+class ToolScope(_Scope):
+    """The ``execute_tool`` span of one dispatched call, and the tool-call counter."""
+
+    __slots__ = ("_t", "_labels")
+    doing = "ending a tool span"
+
+    def __init__(self, telemetry: AgentTelemetry, call: ToolCall, known: bool) -> None:
+        # A name the registry does not know is the model's invention: bounded on the span, and
+        # never a span name or metric label, where it would explode their cardinality.
+        label = bounded(call.name) if known else N.UNKNOWN_TOOL_LABEL
+        super().__init__(telemetry, f"{N.OP_EXECUTE_TOOL} {label}", SpanKind.INTERNAL, {
+            N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: bounded(call.name),
+            N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION, N.GEN_AI_TOOL_CALL_ID: bounded(call.id)})
+        self._t = telemetry
+        self._labels = {N.GEN_AI_AGENT_NAME: telemetry.agent_name, N.GEN_AI_TOOL_NAME: label}
+        if telemetry.capture_content:
+            with guard("capturing tool arguments"):
+                if self.span.is_recording():
+                    self.span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, telemetry.content(call.arguments))
+
+    def end(self, result: ToolResult) -> None:
+        outcome = result.outcome.value
+        with guard(self.doing):
+            self.span.set_attribute(N.TOOL_OUTCOME, outcome)
+            if self._t.capture_content and self.span.is_recording():
+                self.span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._t.content(result.content))
+        if result.ok:
+            self._close()
+        else:
+            self.fail(result.error_type or outcome)
+        if self._t.metrics_on:
+            with guard("recording tool metrics"):
+                self._t.tool_call_counter.add(1, {**self._labels, N.TOOL_OUTCOME: outcome})
