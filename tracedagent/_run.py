@@ -124,11 +124,14 @@ def initial_messages(system_prompt: str | None, history: Sequence[Message] | Non
     return messages
 
 
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, default=str)  # what json.dumps(v, sort_keys=True, default=str) builds
+
+
 def canonical_arguments(arguments: Any) -> str:
     """Arguments' identity for the repeat check: key order does not make a call new, and what
     JSON tells apart (1, 1.0, true, "1") stays apart."""
     try:
-        return json.dumps(arguments, sort_keys=True, default=str)
+        return _CANONICAL_JSON.encode(arguments)
     except (TypeError, ValueError, RecursionError):  # unsortable keys (a custom model's tuples), a cycle
         try:
             return repr(arguments)

@@ -10,7 +10,7 @@ reads attributes off those records: telemetry never writes into the loop's state
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -23,6 +23,14 @@ from ._run import Run, Step
 from ._telemetry import AgentTelemetry, bounded, bounded_list, guard, report, truncate
 
 __all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope"]
+
+
+class _ToolNames(NamedTuple):
+    """A step's three lists, read once for the step span and the run span both."""
+
+    requested: list[str]
+    executed: list[str]
+    blocked: list[str]
 
 
 class _Scope:
@@ -68,15 +76,21 @@ class _Scope:
 
 
 class RunScope(_Scope):
-    """The ``invoke_agent`` span of one run, with the step span open inside it."""
+    """The ``invoke_agent`` span of one run, with the step span open inside it.
 
-    __slots__ = ("_t", "_step")
+    Its tool lists are its steps' lists joined as each step ends, so that the run span says
+    exactly what its step spans say."""
+
+    __slots__ = ("_t", "_step", "_requested", "_executed", "_blocked")
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget) -> None:
         super().__init__(telemetry, telemetry.run_span_name, SpanKind.INTERNAL, telemetry.run_start_attributes(budget))
         self._t = telemetry
         self._step: StepScope | None = None
+        self._requested: list[str] = []
+        self._executed: list[str] = []
+        self._blocked: list[str] = []
 
     @property
     def trace_id(self) -> str | None:
@@ -93,25 +107,34 @@ class RunScope(_Scope):
 
     def end_step(self, step: Step) -> None:
         """The step did its work and the run goes on."""
-        if self._step is not None:
-            self._step.end(step, None)
-            self._step = None
+        self._end_step(step, None)
+
+    def _end_step(self, step: Step | None, stop: Stop | None) -> None:
+        if self._step is None:
+            return
+        names = None
+        if step is not None:
+            names = _ToolNames(step.requested_names, step.succeeded_names, step.blocked_names)
+            self._requested += names.requested
+            self._executed += names.executed
+            self._blocked += names.blocked
+        self._step.end(step, names, stop)
+        self._step = None
 
     def end(self, run: Run) -> None:
         """The run returned: close its last step, then the run span, then count it."""
         if self._step is not None:
             last = run.steps[-1] if run.steps and run.steps[-1].index == self._step.index else None
-            self._step.end(last, run.stop)  # ``None``: the model call of that step failed
-            self._step = None
+            self._end_step(last, run.stop)  # ``None``: the model call of that step failed
         with guard(self.doing):
             if self.span.is_recording():
                 self.span.set_attributes({
                     N.STOP_REASON: run.stop.value, N.STEPS: run.step_count,
                     N.GEN_AI_USAGE_INPUT_TOKENS: run.input_tokens, N.GEN_AI_USAGE_OUTPUT_TOKENS: run.output_tokens,
                     N.COST_USD: run.cost,
-                    N.TOOLS_REQUESTED: bounded_list(run.requested_tools()),
-                    N.TOOLS_EXECUTED: bounded_list(run.trajectory()),
-                    N.TOOLS_BLOCKED: bounded_list(run.blocked_tools())})
+                    N.TOOLS_REQUESTED: bounded_list(self._requested),
+                    N.TOOLS_EXECUTED: bounded_list(self._executed),
+                    N.TOOLS_BLOCKED: bounded_list(self._blocked)})
         if run.ok:
             self._close()
         else:
@@ -146,21 +169,23 @@ class StepScope(_Scope):
         super().__init__(telemetry, N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
         self.index = index
 
-    def end(self, step: Step | None, stop: Stop | None) -> None:
-        """``step`` is the turn this iteration recorded (``None`` if its model call failed);
-        ``stop`` is why the run ended inside it, if it did."""
-        with guard(self.doing):
-            span = self.span
+    def end(self, step: Step | None, names: _ToolNames | None, stop: Stop | None) -> None:
+        """``step`` is the turn this iteration recorded, with its tool names (both ``None`` if
+        its model call failed); ``stop`` is why the run ended inside it, if it did."""
+        span = self.span
+        try:
             if span.is_recording():
-                if step is not None:
+                if step is not None and names is not None:
                     usage = step.completion.usage
                     span.set_attributes({
                         N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
-                        N.TOOLS_REQUESTED: bounded_list(step.requested_names),
-                        N.TOOLS_EXECUTED: bounded_list(step.succeeded_names),
-                        N.TOOLS_BLOCKED: bounded_list(step.blocked_names)})
+                        N.TOOLS_REQUESTED: bounded_list(names.requested),
+                        N.TOOLS_EXECUTED: bounded_list(names.executed),
+                        N.TOOLS_BLOCKED: bounded_list(names.blocked)})
                 if stop is not None and stop is not Stop.ANSWERED:
                     span.add_event(N.STOP_EVENT, {N.STOP_REASON: stop.value})
+        except Exception as exc:
+            report(self.doing, exc)
         self._close()
 
 
@@ -189,9 +214,11 @@ class ChatScope(_Scope):
 
     def end(self, completion: Completion) -> None:
         seconds = time.perf_counter() - self._started
-        with guard(self.doing):
+        try:
             if self.span.is_recording():
                 self.span.set_attributes(self._response_attributes(completion))
+        except Exception as exc:
+            report(self.doing, exc)
         self._close()
         t = self._t
         if t.metrics_on:
@@ -241,14 +268,9 @@ class ToolScope(_Scope):
     doing = "ending a tool span"
 
     def __init__(self, telemetry: AgentTelemetry, call: ToolCall, known: bool) -> None:
-        # A name the registry does not know is the model's invention: bounded on the span, and
-        # never a span name or metric label, where it would explode their cardinality.
-        label = bounded(call.name) if known else N.UNKNOWN_TOOL_LABEL
-        super().__init__(telemetry, f"{N.OP_EXECUTE_TOOL} {label}", SpanKind.INTERNAL, {
-            N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: bounded(call.name),
-            N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION, N.GEN_AI_TOOL_CALL_ID: bounded(call.id)})
+        span_name, attributes, self._labels = telemetry.tool_parts(call.name, known)
+        super().__init__(telemetry, span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: bounded(call.id)})
         self._t = telemetry
-        self._labels = {N.GEN_AI_AGENT_NAME: telemetry.agent_name, N.GEN_AI_TOOL_NAME: label}
         if telemetry.capture_content:
             with guard("capturing tool arguments"):
                 if self.span.is_recording():
@@ -256,10 +278,12 @@ class ToolScope(_Scope):
 
     def end(self, result: ToolResult) -> None:
         outcome = result.outcome.value
-        with guard(self.doing):
+        try:
             self.span.set_attribute(N.TOOL_OUTCOME, outcome)
             if self._t.capture_content and self.span.is_recording():
                 self.span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._t.content(result.content))
+        except Exception as exc:
+            report(self.doing, exc)
         if result.ok:
             self._close()
         else:

@@ -83,9 +83,12 @@ def bounded(text: Any) -> str:
     return truncate(str(text), N.MAX_NAME_LENGTH)
 
 
-def bounded_list(items: list[str]) -> list[str]:
-    """A list of model-chosen names, bounded in length and count."""
-    return [bounded(item) for item in items[: N.MAX_LIST_ITEMS]]
+def bounded_list(names: list[str]) -> list[str]:
+    """A list of model-chosen names (strings: ``check_completion`` saw to that), bounded in
+    length and count; as it is when it fits, which it nearly always does."""
+    if len(names) <= N.MAX_LIST_ITEMS and max(map(len, names), default=0) <= N.MAX_NAME_LENGTH:
+        return names
+    return [bounded(name) for name in names[: N.MAX_LIST_ITEMS]]
 
 
 class AgentTelemetry:
@@ -114,6 +117,7 @@ class AgentTelemetry:
             **{k: v for k, v in server.items() if v is not None}}
         """The chat span's fixed attributes, which are also the client metrics' labels."""
         self.cost_labels: dict[str, Any] = {N.GEN_AI_AGENT_NAME: agent_name, **model_attributes}
+        self._tool_parts: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
 
         self.tracer: trace.Tracer = trace.NoOpTracer()
         with guard("getting a tracer"):
@@ -148,6 +152,22 @@ class AgentTelemetry:
                     N.BUDGET_MAX_COST: budget.max_cost, N.BUDGET_REPEAT_LIMIT: budget.repeat_limit,
                     N.BUDGET_NO_PROGRESS_LIMIT: budget.no_progress_limit}
         return {**self.run_attributes, **{k: v for k, v in ceilings.items() if v is not None}}
+
+    def tool_parts(self, name: str, known: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """A tool call's span name, fixed span attributes and metric labels, built once per
+        registered tool. A name the registry does not know is the model's invention: bounded on
+        the span, and never a span name or metric label, where it would explode their
+        cardinality; nor is it kept, so a hostile model cannot grow this cache."""
+        parts = self._tool_parts.get(name)
+        if parts is None:
+            label = bounded(name) if known else N.UNKNOWN_TOOL_LABEL
+            parts = (f"{N.OP_EXECUTE_TOOL} {label}",
+                     {N.GEN_AI_OPERATION_NAME: N.OP_EXECUTE_TOOL, N.GEN_AI_TOOL_NAME: bounded(name),
+                      N.GEN_AI_TOOL_TYPE: N.TOOL_TYPE_FUNCTION},
+                     {N.GEN_AI_AGENT_NAME: self.agent_name, N.GEN_AI_TOOL_NAME: label})
+            if known:
+                self._tool_parts[name] = parts
+        return parts
 
     def content(self, value: Any) -> str:
         """Captured content (only ever called when ``capture_content`` is on), bounded."""
