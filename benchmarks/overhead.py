@@ -192,7 +192,7 @@ def floor_with_loop_runs(tracer_provider, runs: int) -> float:
             step = state.record(i, completion)
             if not completion.wants_tools:
                 run = state.finish(Stop.ANSWERED)
-            elif not state.repeated_call(completion.tool_calls):
+            elif not state.check_turn(completion.tool_calls):
                 for call in completion.tool_calls:
                     tool_span, tool_token = child("execute_tool lookup", SpanKind.INTERNAL, {
                         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",

@@ -23,6 +23,11 @@ class Stop(str, enum.Enum):
     TOOL_FATAL = "fatal_tool_error"
     NO_PROGRESS = "no_progress"
     MODEL_ERROR = "model_error"
+    TIME_BUDGET = "time_budget_exhausted"
+    TOOL_CALL_BUDGET = "tool_call_budget_exhausted"
+    CANCELLED = "cancelled"
+    """The run was interrupted (its task cancelled, or ``KeyboardInterrupt``). No ``Run`` is
+    returned for it - the interruption propagates - but its spans and metrics carry this name."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,6 +56,18 @@ class Budget:
     """Stop with ``Stop.NO_PROGRESS`` after this many consecutive tool-requesting steps in
     which no tool call succeeded; ``None`` turns the check off."""
 
+    max_seconds: float | None = None
+    """Wall-clock seconds for the whole run; ``None`` means no ceiling. ``arun`` enforces it as
+    a deadline that cancels a model or tool call still running; ``run`` checks it after each
+    step's tools and gives the model adapter the time left as its request timeout (a running
+    synchronous call cannot be interrupted)."""
+    max_tool_calls_per_step: int | None = 64
+    """Tool calls one model turn may request; a turn asking for more stops the run with
+    ``Stop.TOOL_CALL_BUDGET`` before any of them is dispatched. ``None`` means no ceiling."""
+    max_tool_calls: int | None = None
+    """Tool calls over the whole run; the turn that would pass it stops the run with
+    ``Stop.TOOL_CALL_BUDGET`` before any of its calls is dispatched. ``None`` means no ceiling."""
+
     def __post_init__(self) -> None:
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
@@ -58,10 +75,14 @@ class Budget:
             raise ValueError(f"repeat_limit must be at least 1, got {self.repeat_limit}")
         if self.no_progress_limit is not None and self.no_progress_limit < 1:
             raise ValueError(f"no_progress_limit must be at least 1, got {self.no_progress_limit}")
-        for name in ("max_tokens", "max_cost", "price_per_1k_input", "price_per_1k_output"):
+        for name in ("max_tokens", "max_cost", "price_per_1k_input", "price_per_1k_output", "max_seconds"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must not be negative, got {value}")
+        for name in ("max_tool_calls_per_step", "max_tool_calls"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
 
     def cost_of(self, input_tokens: int, output_tokens: int) -> float:
         """USD for that many tokens at this budget's prices."""

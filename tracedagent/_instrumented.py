@@ -1,20 +1,47 @@
 """The model and the registry as the loop sees them: each call inside its span scope.
 
-The loop calls ``complete`` and ``dispatch`` exactly as it would on the bare objects; the
-wrappers open a ``ChatScope`` or ``ToolScope`` around the call and end it with the call's
-outcome, so that the loop's code says nothing about telemetry beyond the run and step spans.
+The loop calls ``complete`` / ``acomplete`` and ``dispatch`` / ``adispatch`` as it would on
+the bare objects; the wrappers open a ``ChatScope`` or ``ToolScope`` around the call and end
+it with the call's outcome, so that the loop's code says nothing about telemetry beyond the
+run and step spans. The async forms also carry the run's deadline: a call still running when
+it passes is cancelled, and its span ends marked ``timeout``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import inspect
+import time
+from typing import Any, Awaitable, Sequence, TypeVar
 
-from ._records import Completion, Message, Model, ToolCall, ToolResult, check_completion, error_type
-from ._spans import ChatScope, ToolScope
+from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, check_completion
+from ._spans import ChatScope, DeadlineExceeded, ToolScope, failure_kind
 from ._telemetry import AgentTelemetry
 from ._tools import Registry
 
 __all__ = ["InstrumentedModel", "InstrumentedRegistry"]
+
+T = TypeVar("T")
+
+
+async def _before(deadline: float | None, work: Awaitable[T]) -> T:
+    """``await work``, cancelled when ``time.monotonic()`` reaches ``deadline``
+    (``DeadlineExceeded``); the work has finished cancelling by the time this raises."""
+    if deadline is None:
+        return await work
+    try:
+        return await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        if time.monotonic() < deadline:  # the work's own TimeoutError, not the deadline
+            raise
+        raise DeadlineExceeded from None
+
+
+def _takes_timeout(method: Any) -> bool:
+    try:
+        return "timeout" in inspect.signature(method).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin, a C extension)
+        return False
 
 
 class InstrumentedModel:
@@ -23,18 +50,52 @@ class InstrumentedModel:
     def __init__(self, model: Model, telemetry: AgentTelemetry) -> None:
         self.wrapped = model
         self._t = telemetry
+        self._acomplete = getattr(model, "acomplete", None)
+        self._sync_takes_timeout = _takes_timeout(model.complete)
+        self._async_takes_timeout = self._acomplete is not None and _takes_timeout(self._acomplete)
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
-                 max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
+                 max_output_tokens: int | None = None, temperature: float | None = None, *,
+                 timeout: float | None = None) -> Completion:
+        """``timeout`` is the time the run has left, passed on if the model takes one."""
+        options = self._options(tools, max_output_tokens, temperature, timeout, self._sync_takes_timeout)
         scope = ChatScope(self._t, messages, max_output_tokens, temperature)
         try:
-            completion = check_completion(self.wrapped.complete(
-                messages, tools=tools, max_output_tokens=max_output_tokens, temperature=temperature))
+            completion = check_completion(self.wrapped.complete(messages, **options))
         except BaseException as exc:  # the model failed, or an interrupt arrived during the call
-            scope.fail(error_type(exc))
+            scope.fail(failure_kind(exc))
             raise
         scope.end(completion)
         return completion
+
+    async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                        max_output_tokens: int | None = None, temperature: float | None = None, *,
+                        deadline: float | None = None) -> Completion:
+        """The model's ``acomplete``, or its ``complete`` in a worker thread (the thread carries
+        the context, so the chat span stays the parent of anything the model traces itself)."""
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        scope = ChatScope(self._t, messages, max_output_tokens, temperature)
+        try:
+            if self._acomplete is not None:
+                options = self._options(tools, max_output_tokens, temperature, timeout, self._async_takes_timeout)
+                work = self._acomplete(messages, **options)
+            else:
+                options = self._options(tools, max_output_tokens, temperature, timeout, self._sync_takes_timeout)
+                work = asyncio.to_thread(self.wrapped.complete, messages, **options)
+            completion = check_completion(await _before(deadline, work))
+        except BaseException as exc:
+            scope.fail(failure_kind(exc))
+            raise
+        scope.end(completion)
+        return completion
+
+    @staticmethod
+    def _options(tools: Any, max_output_tokens: int | None, temperature: float | None,
+                 timeout: float | None, takes_timeout: bool) -> dict[str, Any]:
+        options = {"tools": tools, "max_output_tokens": max_output_tokens, "temperature": temperature}
+        if timeout is not None and takes_timeout:
+            options["timeout"] = timeout
+        return options
 
 
 class InstrumentedRegistry:
@@ -49,7 +110,48 @@ class InstrumentedRegistry:
         try:
             result = self.wrapped.dispatch(call)
         except BaseException as exc:  # a custom registry that raises, or an interrupt
-            scope.fail(error_type(exc))
+            scope.fail(failure_kind(exc))
             raise
         scope.end(result)
         return result
+
+    async def adispatch(self, call: ToolCall, deadline: float | None = None) -> ToolResult:
+        """One call; if the run's deadline cuts it off, its result says so (outcome ``timeout``)."""
+        scope = ToolScope(self._t, call, known=call.name in self.wrapped)
+        try:
+            result = await _before(deadline, self.wrapped.adispatch(call))
+        except DeadlineExceeded:
+            result = ToolResult(call.id, call.name, "Stopped: the run's time budget ran out during this call.",
+                                ToolOutcome.TIMEOUT)
+        except BaseException as exc:
+            scope.fail(failure_kind(exc))
+            raise
+        scope.end(result)
+        return result
+
+    async def adispatch_turn(self, calls: Sequence[ToolCall], *, parallel: bool, concurrency: int | None,
+                             deadline: float | None) -> list[ToolResult]:
+        """A turn's calls, their results in the model's call order. In parallel their spans are
+        siblings that overlap; one after another, a fatal result ends the turn, as in ``run``."""
+        if not parallel:
+            results: list[ToolResult] = []
+            for call in calls:
+                results.append(await self.adispatch(call, deadline))
+                if results[-1].outcome is ToolOutcome.FATAL:
+                    break
+            return results
+        limit = asyncio.Semaphore(concurrency) if concurrency else None
+
+        async def one(call: ToolCall) -> ToolResult:
+            if limit is None:
+                return await self.adispatch(call, deadline)
+            async with limit:
+                return await self.adispatch(call, deadline)
+
+        # gather runs each call in a task of its own, with a copy of this context (the step span
+        # current), and when this task is cancelled it cancels them and waits for them to end.
+        outcomes = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):  # a custom registry's bug: every call has ended
+                raise outcome
+        return outcomes  # type: ignore[return-value]

@@ -1,22 +1,24 @@
 """The agent loop: call, check, dispatch, append, repeat, stop.
 
-``Agent._loop`` reads top to bottom as those six verbs. Every decision it takes - the repeat
-check, the budget checks, the one finish path - is a ``RunState`` method, and its telemetry
-is a run scope beside it plus an instrumented model and registry, so the loop's own code is
-only the order in which things happen.
+``Agent._loop`` reads top to bottom as those six verbs, and ``Agent._aloop`` is the same
+loop for async code: it awaits the model and dispatches a turn's calls concurrently. Every
+decision both take - the repeat and tool-call checks, the budget checks, the one finish
+path - is a ``RunState`` method, and their telemetry is a run scope beside them plus an
+instrumented model and registry, so a driver's own code is only the order of things.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable, Iterable, Sequence
 
 from opentelemetry import metrics, trace
 
 from ._budget import Budget, Stop
 from ._instrumented import InstrumentedModel, InstrumentedRegistry
-from ._records import Message, Model, error_type
+from ._records import Message, Model
 from ._run import Run, RunState, initial_messages
-from ._spans import RunScope
+from ._spans import DeadlineExceeded, RunScope, failure_kind
 from ._telemetry import AgentTelemetry
 from ._tools import Registry, Tool
 
@@ -36,10 +38,15 @@ class Agent:
                  max_output_tokens: int | None = None, temperature: float | None = None,
                  tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
-                 capture_content: bool | None = None) -> None:
+                 capture_content: bool | None = None, parallel_tool_calls: bool = True,
+                 max_tool_concurrency: int | None = None) -> None:
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
-        ``tracer_provider`` / ``meter_provider`` default to the global ones."""
+        ``tracer_provider`` / ``meter_provider`` default to the global ones.
+        ``parallel_tool_calls``: ``arun`` dispatches a turn's calls concurrently, at most
+        ``max_tool_concurrency`` at once (``None``: all); ``run`` is always sequential."""
+        if max_tool_concurrency is not None and max_tool_concurrency < 1:
+            raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
         self._registry = registry if isinstance(registry, Registry) else Registry(registry or ())
         self.budget = budget
@@ -47,6 +54,8 @@ class Agent:
         self._name = name
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
+        self.parallel_tool_calls = parallel_tool_calls
+        self.max_tool_concurrency = max_tool_concurrency
         self._telemetry = AgentTelemetry(agent_name=name, model=model,
                                          tracer_provider=tracer_provider, meter_provider=meter_provider,
                                          capture_content=capture_content)
@@ -68,13 +77,33 @@ class Agent:
         return self._registry
 
     def run(self, task: str, history: Sequence[Message] | None = None) -> Run:
-        """Run the loop on ``task`` (after ``history``, if any) until it stops for a named reason."""
+        """Run the loop on ``task`` (after ``history``, if any) until it stops for a named reason.
+
+        An async tool runs on a private event loop, which cannot be inside a running one:
+        from async code, ``await agent.arun(...)``."""
+        if self._registry.has_async_tools and _in_event_loop():
+            raise RuntimeError("Agent.run was called inside a running event loop and this agent has "
+                               "async tools; use `await agent.arun(...)` instead")
         traced = RunScope(self._telemetry, self.budget)
         state = RunState(self.budget, initial_messages(self.system_prompt, history, task), trace_id=traced.trace_id)
         try:
             run = self._loop(state, traced)
         except BaseException as exc:  # an interrupt, or a bug: no Run, but no span left open
-            traced.fail(error_type(exc))
+            traced.fail(failure_kind(exc))
+            raise
+        traced.end(run)
+        return run
+
+    async def arun(self, task: str, history: Sequence[Message] | None = None) -> Run:
+        """``run`` for async code: the same decisions, stops, spans and metrics. The time
+        budget is a deadline that cancels a call still running; cancelling the task running
+        ``arun`` ends every span it opened and propagates ``CancelledError``."""
+        traced = RunScope(self._telemetry, self.budget)
+        state = RunState(self.budget, initial_messages(self.system_prompt, history, task), trace_id=traced.trace_id)
+        try:
+            run = await self._aloop(state, traced)
+        except BaseException as exc:  # cancelled, interrupted, or a bug
+            traced.fail(failure_kind(exc))
             raise
         traced.end(run)
         return run
@@ -87,14 +116,14 @@ class Agent:
             try:
                 completion = self._model.complete(state.messages, tools=tools,
                                                   max_output_tokens=self.max_output_tokens,
-                                                  temperature=self.temperature)
+                                                  temperature=self.temperature, timeout=state.seconds_left())
             except Exception as exc:
-                return state.finish(Stop.MODEL_ERROR, error=exc)
+                return state.model_failed(exc)
             step = state.record(i, completion)
             # 2. check: a turn without tool calls is the answer
             if not completion.wants_tools:
                 return state.finish(Stop.ANSWERED)
-            if stopped := state.repeated_call(completion.tool_calls):
+            if stopped := state.check_turn(completion.tool_calls):
                 return stopped
             # 3. dispatch each call through the registry, 4. append its result
             for call in completion.tool_calls:
@@ -106,3 +135,43 @@ class Agent:
             # 5. repeat, until an exit above or the end of range(max_steps)
         # 6. stop: the ceiling is the loop's structure, not a condition
         return state.finish(Stop.STEP_BUDGET)
+
+    async def _aloop(self, state: RunState, traced: RunScope) -> Run:
+        tools = self._registry.schemas() or None
+        for i in range(self.budget.max_steps):
+            traced.start_step(i)
+            # 1. call the model with the whole conversation
+            try:
+                completion = await self._model.acomplete(state.messages, tools=tools,
+                                                         max_output_tokens=self.max_output_tokens,
+                                                         temperature=self.temperature, deadline=state.deadline)
+            except DeadlineExceeded:
+                return state.model_failed(None)
+            except Exception as exc:
+                return state.model_failed(exc)
+            step = state.record(i, completion)
+            # 2. check: a turn without tool calls is the answer
+            if not completion.wants_tools:
+                return state.finish(Stop.ANSWERED)
+            if stopped := state.check_turn(completion.tool_calls):
+                return stopped
+            # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
+            results = await self._tools.adispatch_turn(completion.tool_calls, parallel=self.parallel_tool_calls,
+                                                       concurrency=self.max_tool_concurrency,
+                                                       deadline=state.deadline)
+            if stopped := state.append(step, *results):
+                return stopped
+            if stopped := state.over_budget():
+                return stopped
+            traced.end_step(step)
+            # 5. repeat, until an exit above or the end of range(max_steps)
+        # 6. stop: the ceiling is the loop's structure, not a condition
+        return state.finish(Stop.STEP_BUDGET)
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -73,6 +73,11 @@ STEP_INPUT_TOKENS = "tracedagent.step.input_tokens"
 STEP_OUTPUT_TOKENS = "tracedagent.step.output_tokens"
 TOOL_OUTCOME = "tracedagent.tool.outcome"
 
+ERROR_CANCELLED = "cancelled"
+"""``error.type`` of a span whose work was interrupted (a cancelled task, ``KeyboardInterrupt``)."""
+ERROR_TIMEOUT = "timeout"
+"""``error.type`` of a span whose call the run's time budget cut off."""
+
 STOP_EVENT = "tracedagent.stop"
 """Event on the step span inside which the run stopped (any reason but ``answered``)."""
 

@@ -108,6 +108,9 @@ class ToolOutcome(str, enum.Enum):
     """No tool of that name is registered."""
     FATAL = "fatal"
     """The tool raised ``FatalToolError``: the run ends."""
+    TIMEOUT = "timeout"
+    """The tool ran past its own ``timeout`` (``arun``, or an async tool in ``run``) and was
+    cancelled; the model sees that, as it sees an error."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,11 @@ class ToolResult:
 @runtime_checkable
 class Model(Protocol):
     """Anything that turns a conversation into a ``Completion``.
+
+    A model may also define ``async def acomplete(...)`` with the same parameters, which
+    ``Agent.arun`` awaits; without it, ``arun`` runs ``complete`` in a worker thread. Either
+    may accept a ``timeout`` keyword (seconds): the agent then passes the time its budget has
+    left as the request's timeout.
 
     Implementations may also expose ``provider_name`` (``gen_ai.provider.name``, e.g.
     ``"openai"``) and ``model_name`` (``gen_ai.request.model``), plus ``server_address``

@@ -9,6 +9,7 @@ driver (an async one) shares every decision instead of copying it.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -65,6 +66,10 @@ class Run:
     """Why the run ended."""
     steps: list[Step]
     """Every completed model turn, in order."""
+    step_count: int = -1
+    """Model calls attempted, one a loop iteration: ``len(steps)``, plus one when the run
+    ended on a call that failed or was cut off (``model_error``, or ``time_budget_exhausted``
+    in ``arun``). Each is a step span; defaults to ``len(steps)``."""
     messages: list[Message]
     """The whole conversation as last sent to, or received from, the model."""
     input_tokens: int = 0
@@ -80,13 +85,13 @@ class Run:
     """The exception behind ``Stop.MODEL_ERROR``, kept for the caller (telemetry records
     only its type)."""
 
+    def __post_init__(self) -> None:
+        if self.step_count < 0:
+            self.step_count = len(self.steps)
+
     @property
     def ok(self) -> bool:
         return self.stop is Stop.ANSWERED
-
-    @property
-    def step_count(self) -> int:
-        return len(self.steps)
 
     @property
     def total_tokens(self) -> int:
@@ -146,7 +151,10 @@ class RunState:
         self.budget = budget
         self.messages = messages
         self.trace_id = trace_id
+        self.deadline = None if budget.max_seconds is None else time.monotonic() + budget.max_seconds
+        """``time.monotonic()`` at which the time budget runs out, if there is one."""
         self.steps: list[Step] = []
+        self.tool_calls = 0
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost = 0.0
@@ -163,27 +171,52 @@ class RunState:
         self.cost = self.budget.cost_of(self.input_tokens, self.output_tokens)
         return step
 
-    def append(self, step: Step, result: ToolResult) -> Run | None:
-        """Keep a dispatched call's result on its step and show it to the model; a fatal
-        result ends the run instead (the model never learns of it)."""
-        step.tool_results.append(result)
-        if result.outcome is ToolOutcome.FATAL:
-            return self.finish(Stop.TOOL_FATAL)
-        self.messages.append(result.as_message())
-        return None
+    def seconds_left(self) -> float | None:
+        """What is left of the time budget (never negative), or ``None`` without one."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
-    def repeated_call(self, calls: Sequence[ToolCall]) -> Run | None:
-        """Stop a stuck agent before it pays for the same call again: runs before dispatch."""
+    def model_failed(self, error: BaseException | None) -> Run:
+        """A model call that raised, or (``None``) was cut off at the deadline: out of time if
+        the time budget ran out meanwhile (the adapter was given what was left as its
+        timeout), else the model's error. The failed call still counts as a step."""
+        out_of_time = error is None or (self.deadline is not None and time.monotonic() >= self.deadline)
+        return self.finish(Stop.TIME_BUDGET if out_of_time else Stop.MODEL_ERROR, error=error, call_failed=True)
+
+    def append(self, step: Step, *results: ToolResult) -> Run | None:
+        """Keep dispatched calls' results on their step, in call order, and show each to the
+        model; a fatal one ends the run once every result is kept (the model never learns of it)."""
+        fatal = False
+        for result in results:
+            step.tool_results.append(result)
+            if result.outcome is ToolOutcome.FATAL:
+                fatal = True
+            else:
+                self.messages.append(result.as_message())
+        return self.finish(Stop.TOOL_FATAL) if fatal else None
+
+    def check_turn(self, calls: Sequence[ToolCall]) -> Run | None:
+        """Before anything of a turn is dispatched: the tool-call ceilings, then the repeat
+        check, which stops a stuck agent before it pays for the same call again."""
+        b = self.budget
+        self.tool_calls += len(calls)
+        if b.max_tool_calls_per_step is not None and len(calls) > b.max_tool_calls_per_step:
+            return self.finish(Stop.TOOL_CALL_BUDGET, detail=f"{len(calls)} tool calls in one turn, over the "
+                                                             f"limit of {b.max_tool_calls_per_step}")
+        if b.max_tool_calls is not None and self.tool_calls > b.max_tool_calls:
+            return self.finish(Stop.TOOL_CALL_BUDGET, detail=f"{self.tool_calls} tool calls in the run, over "
+                                                             f"the limit of {b.max_tool_calls}")
         for call in calls:
             key = (call.name, canonical_arguments(call.arguments))
             times = self._seen_calls[key] = self._seen_calls.get(key, 0) + 1
-            if times > self.budget.repeat_limit:
+            if times > b.repeat_limit:
                 return self.finish(Stop.REPEATED_CALL, detail=(call.name, times))
         return None
 
     def over_budget(self) -> Run | None:
-        """Token, cost and progress ceilings, checked once the step's work is done."""
+        """Time, token, cost and progress ceilings, checked once the step's work is done."""
         b = self.budget
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return self.finish(Stop.TIME_BUDGET)
         if b.max_tokens is not None and self.input_tokens + self.output_tokens > b.max_tokens:
             return self.finish(Stop.TOKEN_BUDGET)
         if b.max_cost is not None and self.cost > b.max_cost:
@@ -195,10 +228,12 @@ class RunState:
                 return self.finish(Stop.NO_PROGRESS)
         return None
 
-    def finish(self, stop: Stop, *, error: BaseException | None = None, detail: Any = None) -> Run:
+    def finish(self, stop: Stop, *, error: BaseException | None = None, detail: Any = None,
+               call_failed: bool = False) -> Run:
         """The one exit: every stop produces a ``Run`` with a named reason."""
         output = self.steps[-1].completion.text if stop is Stop.ANSWERED else self._explain(stop, error, detail)
-        return Run(output=output, stop=stop, steps=self.steps, messages=self.messages,
+        return Run(output=output, stop=stop, steps=self.steps, step_count=len(self.steps) + call_failed,
+                   messages=self.messages,
                    input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost=self.cost,
                    trace_id=self.trace_id, error=error)
 
@@ -221,4 +256,8 @@ class RunState:
             return f"Stopped: {self._steps_without_progress} steps in a row without a successful tool call."
         if stop is Stop.MODEL_ERROR:
             return f"Stopped: the model call failed ({error_type(error)})."
+        if stop is Stop.TIME_BUDGET:
+            return f"Stopped: ran out of the {b.max_seconds:g}-second time budget."
+        if stop is Stop.TOOL_CALL_BUDGET:
+            return f"Stopped: the model asked for {detail}."
         raise AssertionError(f"no explanation for {stop!r}")  # pragma: no cover - Stop is closed

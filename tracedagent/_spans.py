@@ -9,6 +9,7 @@ reads attributes off those records: telemetry never writes into the loop's state
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, NamedTuple
 
@@ -18,11 +19,26 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 
 from . import _names as N
 from ._budget import Budget, Stop
-from ._records import Completion, Message, ToolCall, ToolResult
+from ._records import Completion, Message, ToolCall, ToolResult, error_type
 from ._run import Run, Step
 from ._telemetry import AgentTelemetry, bounded, bounded_list, guard, report, truncate
 
-__all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope"]
+__all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "DeadlineExceeded", "failure_kind"]
+
+
+class DeadlineExceeded(Exception):
+    """The run's time budget ran out while a call was in flight, and the call was cancelled."""
+
+
+def failure_kind(exc: BaseException) -> str:
+    """The ``error.type`` a span that ended on ``exc`` gets: ``cancelled`` for an interruption
+    (a cancelled task, ``KeyboardInterrupt``), ``timeout`` for the run's deadline, otherwise
+    the exception's class name."""
+    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+        return N.ERROR_CANCELLED
+    if isinstance(exc, DeadlineExceeded):
+        return N.ERROR_TIMEOUT
+    return error_type(exc)
 
 
 class _ToolNames(NamedTuple):
@@ -142,11 +158,20 @@ class RunScope(_Scope):
         self._record_metrics(run)
 
     def fail(self, kind: str, description: str | None = None) -> None:
-        """The run raised (an interrupt, or a bug): its open step and the run span end failed."""
+        """The run raised instead of returning: its open step and the run span end failed. An
+        interruption (``kind`` is ``cancelled``) is a stop reason of its own, and is counted."""
         if self._step is not None:
             self._step.fail(kind)
             self._step = None
+        cancelled = kind == N.ERROR_CANCELLED
+        if cancelled:
+            with guard(self.doing):
+                self.span.set_attribute(N.STOP_REASON, Stop.CANCELLED.value)
         super().fail(kind, description)
+        if cancelled and self._t.metrics_on:
+            with guard("recording run metrics"):
+                self._t.run_counter.add(1, {N.GEN_AI_AGENT_NAME: self._t.agent_name,
+                                            N.STOP_REASON: Stop.CANCELLED.value})
 
     def _record_metrics(self, run: Run) -> None:
         t = self._t
@@ -288,6 +313,14 @@ class ToolScope(_Scope):
             self._close()
         else:
             self.fail(result.error_type or outcome)
+        self._count(outcome)
+
+    def fail(self, kind: str, description: str | None = None) -> None:
+        """The call raised (a custom registry's bug) or was interrupted; counted under ``kind``."""
+        super().fail(kind, description)
+        self._count(kind)
+
+    def _count(self, outcome: str) -> None:
         if self._t.metrics_on:
             with guard("recording tool metrics"):
                 self._t.tool_call_counter.add(1, {**self._labels, N.TOOL_OUTCOME: outcome})

@@ -8,13 +8,14 @@ comes back as a result (outcome ``fatal``) for the loop to act on.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal, Protocol, overload
+from typing import Any, Awaitable, Callable, Iterable, Literal, Protocol, overload
 
 from ._records import ToolCall, ToolOutcome, ToolResult, error_type
 
@@ -48,7 +49,15 @@ class Tool:
     parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON schema (an object schema) of the keyword arguments."""
     fn: Callable[..., Any]
-    """Called with the validated arguments as keyword arguments."""
+    """Called with the validated arguments as keyword arguments; may be ``async def``."""
+    timeout: float | None = None
+    """Seconds one call may take. ``arun`` cancels a call that runs longer (outcome
+    ``timeout``), as ``run`` does for an async tool; a running sync function cannot be
+    stopped, so in ``run`` it is not enforced for one."""
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral definition sent to the model."""
@@ -58,25 +67,27 @@ class Tool:
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(*, name: str | None = None, description: str | None = None,
+         timeout: float | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
-         description: str | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """Turn a typed, documented function into a ``Tool``; usable bare or with arguments.
+         description: str | None = None, timeout: float | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a typed, documented function (plain or ``async def``) into a ``Tool``; usable bare
+    or with arguments.
 
     The description is the docstring's first paragraph; parameter descriptions come from
     a Google-style ``Args:`` section; types and required-ness come from the signature.
     """
 
     def build(f: Callable[..., Any]) -> Tool:
-        if inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f):
-            # The loop is synchronous: calling it would return an un-awaited coroutine and
-            # count as a success that never happened.
-            raise TypeError(f"{f.__name__} is async; tracedagent tools are plain functions")
+        if inspect.isasyncgenfunction(f):
+            raise TypeError(f"{f.__name__} is an async generator; a tool returns one result")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
         summary, arg_docs = _parse_docstring(inspect.getdoc(f) or "")
         return Tool(name=name or f.__name__, description=description or summary,
-                    parameters=_parameters_schema(f, arg_docs), fn=f)
+                    parameters=_parameters_schema(f, arg_docs), fn=f, timeout=timeout)
 
     return build(fn) if fn is not None else build
 
@@ -95,6 +106,10 @@ class Registry:
         self.policy = policy
         self._schemas = [t.schema() for t in self._tools.values()]
         self._checks = {name: _checker(t) for name, t in self._tools.items()}
+        names = list(self._tools)
+        listed = ", ".join(names[:_MAX_MENU_NAMES]) or "none"
+        more = f" and {len(names) - _MAX_MENU_NAMES} more" if len(names) > _MAX_MENU_NAMES else ""
+        self._menu = f"Available tools: {listed}{more}."
 
     def __contains__(self, name: object) -> bool:
         return name in self._tools
@@ -114,30 +129,85 @@ class Registry:
         loop asks every step); treat the list as read-only."""
         return self._schemas
 
+    @property
+    def has_async_tools(self) -> bool:
+        return any(t.is_async for t in self._tools.values())
+
     def dispatch(self, call: ToolCall) -> ToolResult:
-        """Run one call, turning every way it can go wrong into a named outcome."""
+        """Run one call, turning every way it can go wrong into a named outcome. An async tool
+        runs to completion on a private event loop (so not inside a running one: use ``arun``)."""
+        checked = self._check(call)
+        if isinstance(checked, ToolResult):
+            return checked
+        t, arguments = checked
+        try:
+            if t.is_async:
+                value = asyncio.run(_within(t.timeout, t.fn(**arguments)))
+            else:
+                value = t.fn(**arguments)
+        except Exception as exc:
+            return _failure(call, t, exc)
+        return _result(call, ToolOutcome.OK, to_text(value))
+
+    async def adispatch(self, call: ToolCall) -> ToolResult:
+        """``dispatch`` for ``arun``: an async tool is awaited, a plain function runs in a worker
+        thread (which carries the caller's context, so spans it makes nest under its call)."""
+        checked = self._check(call)
+        if isinstance(checked, ToolResult):
+            return checked
+        t, arguments = checked
+        try:
+            if t.is_async:
+                value = await _within(t.timeout, t.fn(**arguments))
+            else:
+                value = await _within(t.timeout, asyncio.to_thread(t.fn, **arguments))
+        except Exception as exc:
+            return _failure(call, t, exc)
+        return _result(call, ToolOutcome.OK, to_text(value))
+
+    def _check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
+        """The policy, the tool's name and the arguments: a result saying why the call cannot
+        run, or the tool and the arguments to run it with."""
         reason = None if self.policy is None else _ask(self.policy, call)
         if reason is not None:
             return _result(call, ToolOutcome.DENIED, f"Denied: {reason}")
         t = self._tools.get(call.name)
         if t is None:
-            known = ", ".join(self._tools) or "none"
-            return _result(call, ToolOutcome.UNKNOWN_TOOL,
-                           f"Error: unknown tool {call.name!r}. Available tools: {known}.")
+            return _result(call, ToolOutcome.UNKNOWN_TOOL, f"Error: unknown tool {_shown(call.name)}. {self._menu}")
         arguments, problem = _parse_arguments(call.arguments, self._checks[t.name])
         if problem is not None:
             return _result(call, ToolOutcome.INVALID_ARGUMENTS, f"Error: invalid arguments for {t.name}: {problem}.")
-        try:
-            content = to_text(t.fn(**arguments))
-        except FatalToolError as exc:
-            return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
-        except ToolError as exc:  # written for the model to read
-            return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
-        except Exception as exc:
-            # A tool bug is an observation, not a crash of the run. Only the class goes to the
-            # model: an unexpected message can carry paths, connection strings or tokens.
-            return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
-        return _result(call, ToolOutcome.OK, content)
+        return t, arguments
+
+
+async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
+    """``await work``, cancelled after ``timeout`` seconds (``asyncio.TimeoutError``)."""
+    return await (work if timeout is None else asyncio.wait_for(work, timeout))
+
+
+def _failure(call: ToolCall, t: Tool, exc: Exception) -> ToolResult:
+    """What a tool's exception means for the run and what the model is shown of it."""
+    if isinstance(exc, FatalToolError):
+        return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
+    if isinstance(exc, ToolError):  # written for the model to read
+        return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
+    if isinstance(exc, asyncio.TimeoutError) and t.timeout is not None:
+        return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s",
+                       error_type(exc))
+    # A tool bug is an observation, not a crash of the run. Only the class goes to the
+    # model: an unexpected message can carry paths, connection strings or tokens.
+    return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
+
+
+def _shown(name: str) -> str:
+    """A model-chosen name as an error message quotes it: bounded, like every echo of the model."""
+    return repr(name if len(name) <= _MAX_SHOWN_NAME else name[:_MAX_SHOWN_NAME] + "...")
+
+
+_MAX_SHOWN_NAME = 128
+_MAX_MENU_NAMES = 32
+"""An ``unknown_tool`` reply lists at most this many tool names, so that a hostile model cannot
+make every bad call cost a message the size of the registry."""
 
 
 def _ask(policy: Policy, call: ToolCall) -> str | None:
@@ -179,6 +249,8 @@ def _parse_arguments(raw: dict[str, Any] | str, check: Validator) -> tuple[dict[
             arguments = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
             return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        except RecursionError:
+            return {}, "arguments are nested too deeply to decode"
     if not isinstance(arguments, dict):
         return {}, f"arguments must be a JSON object, got {_json_type(arguments)}"
     problem = check(arguments, "arguments")
