@@ -23,7 +23,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.metrics import NoOpMeterProvider
 
 from otlp_receivers import GrpcReceiver, HttpReceiver
-from tracedagent import Agent, configure, tool
+from sample_tools import add
+from tracedagent import Agent, configure
 from tracedagent import _names as N
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
@@ -32,12 +33,6 @@ PROTOCOLS = [N.PROTOCOL_GRPC, N.PROTOCOL_HTTP]
 RECEIVERS = {N.PROTOCOL_GRPC: GrpcReceiver, N.PROTOCOL_HTTP: HttpReceiver}
 SECRET = "s3cr3t-api-key-7f1c"
 CANNOT_REACH = "cannot reach the collector"
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 def make_agent(**providers: object) -> Agent:
@@ -79,13 +74,9 @@ def run_script(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     environment.update(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     prelude = textwrap.dedent("""
         import json, sys
-        from tracedagent import Agent, configure, tool
+        from sample_tools import add
+        from tracedagent import Agent, configure
         from tracedagent.testing import FakeModel, tool_call
-
-        @tool
-        def add(a: int, b: int) -> int:
-            \"\"\"Add two integers.\"\"\"
-            return a + b
 
         def make_agent(**providers):
             return Agent(FakeModel([tool_call("add", {"a": 2, "b": 3}, id="call_1"), "The sum is 5."]), [add],

@@ -10,31 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracedagent import (Agent, Budget, Completion, FatalToolError, Registry, Step, Stop, Tool, ToolCall,
+from sample_tools import charge_card, flaky, no_refunds, refund, registry, search_help
+from tracedagent import (Agent, Budget, Completion, Registry, Step, Stop, Tool, ToolCall,
                          ToolError, ToolOutcome, ToolResult, tool)
 from tracedagent import _loop
 from tracedagent._records import new_tool_result
 from tracedagent.testing import FakeModel, ScriptExhausted, tool_call
-
-
-@tool
-def search_help(q: str) -> str:
-    """Search the help centre.
-
-    Args:
-        q: What to look for.
-    """
-    return f"3 articles about {q}"
-
-
-@tool
-def charge_card(amount: int) -> str:
-    """Charge the customer's card."""
-    raise FatalToolError("payment credentials revoked")
-
-
-def registry(*tools, policy=None) -> Registry:
-    return Registry(list(tools), policy=policy)
 
 
 # --- the lesson's tests, by name ------------------------------------------------------
@@ -170,11 +151,6 @@ def test_no_prices_are_shipped():
 
 
 def test_no_progress_stops_after_consecutive_failed_steps():
-    @tool
-    def flaky(n: int) -> str:
-        """Always fails."""
-        raise ToolError("backend unavailable")
-
     model = FakeModel([tool_call("flaky", {"n": i}) for i in range(10)])
     run = Agent(model, registry(flaky), budget=Budget(no_progress_limit=3)).run("go")
 
@@ -258,16 +234,6 @@ def test_several_calls_in_one_turn_are_answered_in_order():
 
 
 # --- tool outcomes -------------------------------------------------------------------------
-
-@tool
-def refund(order_id: str, amount: float) -> str:
-    """Refund an order."""
-    return f"refunded {amount} on {order_id}"
-
-
-def no_refunds(call: ToolCall) -> str | None:
-    return "refunds need a human" if call.name == "refund" else None
-
 
 @pytest.mark.parametrize("call, outcome, content_part", [
     (ToolCall("1", "search_help", {"q": "x"}), ToolOutcome.OK, "3 articles about x"),
