@@ -17,7 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 from contextlib import contextmanager
 
-__all__ = ["Reply", "Recorded", "FakeServer", "RoutedServer", "serve", "json_reply"]
+__all__ = ["Reply", "Recorded", "FakeServer", "RoutedServer", "serve", "json_reply", "FAST_RETRY"]
+
+FAST_RETRY = {"retry-after-ms": "1"}
+"""Headers for a reply the SDK will retry: both SDKs honour ``retry-after-ms``, so a retry costs a millisecond."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,3 +174,4 @@ class RoutedServer:
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
