@@ -22,6 +22,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as PlainHttpSpanExporter
 from opentelemetry.metrics import NoOpMeterProvider
 
+from _fake_servers import closed_port
 from otlp_receivers import GrpcReceiver, HttpReceiver
 from sample_tools import add
 from tracedagent import Agent, configure
@@ -45,13 +46,6 @@ def summary(run: object) -> list:
     """Everything a caller sees of a run, except the trace id (which only exists with an SDK)."""
     return [run.output, run.stop.value, run.step_count, run.trajectory(), run.input_tokens,  # type: ignore[attr-defined]
             run.output_tokens, run.cost, json.loads(json.dumps(run.messages, default=str))]  # type: ignore[attr-defined]
-
-
-def closed_port() -> int:
-    """A 127.0.0.1 port nothing listens on (it was free a moment ago)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def expected_span_names() -> list[str]:
