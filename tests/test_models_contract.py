@@ -3,7 +3,8 @@ the same things, the SDK's retries are kept, a failure stops the run as a named 
 with the partial run kept, and the API key goes nowhere.
 
 Each case runs once per ``Provider``: the adapter through its real SDK against a local fake
-of the provider's server (``_fake_servers.py``). How each provider's requests and replies
+of the provider's server (``_fake_servers.py``, speaking ``_openai_wire.py`` or
+``_anthropic_wire.py``). How each provider's requests and replies
 look on the wire (Anthropic's thinking blocks and cache tokens, OpenAI's calls without ids)
 is tested in ``test_models_openai.py`` and ``test_models_anthropic.py``.
 """
@@ -41,8 +42,9 @@ def complete_sync(model: Model, messages: list[dict[str, Any]], **options: Any) 
 @dataclass(frozen=True, kw_only=True)
 class Provider:
     """One adapter as the contract meets it: how to build it against a ``FakeServer``, how
-    that server answers, and how a test calls it. An async driver is another ``Provider``
-    made with ``dataclasses.replace`` and its own ``run``, ``complete`` and ``build``."""
+    that server answers, and how a test calls it. Every case calls the adapter through
+    ``run`` and ``complete``, so an async driver is one more entry in ``PROVIDERS``: a
+    ``dataclasses.replace`` of a provider with its own ``id``, ``run``, ``complete`` and ``build``."""
 
     id: str
     """The test id."""
