@@ -10,6 +10,7 @@ Nothing here reaches the internet; the port is ephemeral.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -17,7 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 from contextlib import contextmanager
 
-__all__ = ["Reply", "Recorded", "FakeServer", "RoutedServer", "serve", "json_reply"]
+__all__ = ["Reply", "Recorded", "FakeServer", "RoutedServer", "serve", "json_reply", "FAST_RETRY", "closed_port"]
+
+FAST_RETRY = {"retry-after-ms": "1"}
+"""Headers for a reply the SDK will retry: both SDKs honour ``retry-after-ms``, so a retry costs a millisecond."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,3 +175,10 @@ class RoutedServer:
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def closed_port() -> int:
+    """A 127.0.0.1 port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -2,39 +2,11 @@
 
 from __future__ import annotations
 
-from tracedagent import Budget, FatalToolError, Registry, Stop, ToolCall, ToolError, tool
+from sample_tools import TOOLS
+from tracedagent import Budget, Stop
 from tracedagent.testing import tool_call
 
-
-@tool
-def search_help(q: str) -> str:
-    """Search the help centre."""
-    return f"3 articles about {q}"
-
-
-@tool
-def charge_card(amount: int) -> str:
-    """Charge the card."""
-    raise FatalToolError("credentials revoked")
-
-
-@tool
-def flaky(n: int) -> str:
-    """Always fails."""
-    raise ToolError("unavailable")
-
-
-@tool
-def refund(order_id: str) -> str:
-    """Refund an order."""
-    return "refunded"
-
-
-def deny_refund(call: ToolCall) -> str | None:
-    return "refunds need a human" if call.name == "refund" else None
-
-
-TOOLS = Registry([search_help, charge_card, flaky, refund], policy=deny_refund)
+__all__ = ["TOOLS", "SCENARIOS", "many"]  # TOOLS: the registry every scenario runs against
 
 
 def many(name: str, n: int = 12, same: bool = False):

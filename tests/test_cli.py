@@ -13,7 +13,6 @@ import base64
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from _fake_servers import RoutedServer
+from _fake_servers import RoutedServer, closed_port
 from tracedagent import Stop
 from tracedagent import _names as N
 from tracedagent._demo import SCENARIOS, build_agent
@@ -367,14 +366,8 @@ def test_traces_says_when_nothing_matched(jaeger):
     assert "No runs of service 'tracedagent' in the last 1h" in result.stdout
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_an_unreachable_jaeger_is_one_line():
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{closed_port()}"
     assert_fails_cleanly(tracedagent("traces", "--jaeger", url), f"cannot reach Jaeger at {url}")
     assert_fails_cleanly(tracedagent("trace", "4bf92f3577b34da6a3ce929d0e0e4736", "--jaeger", url),
                          "cannot reach Jaeger")
@@ -389,7 +382,7 @@ def test_jaeger_credentials_in_the_url_are_sent_as_basic_auth_and_never_printed(
     (request,) = jaeger.requests
     assert base64.b64decode(request.headers["authorization"].removeprefix("Basic ")).decode() == f"reader:{password}"
     assert f"at {jaeger.url}." in result.stdout and password not in result.stdout
-    unreachable = f"http://reader:{password}@127.0.0.1:{free_port()}"
+    unreachable = f"http://reader:{password}@127.0.0.1:{closed_port()}"
     assert_fails_cleanly(tracedagent("traces", "--jaeger", unreachable), "cannot reach Jaeger at http://127.0.0.1:")
     assert password not in tracedagent("traces", "--jaeger", unreachable).stderr
 

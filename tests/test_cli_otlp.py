@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from _fake_servers import closed_port
 from otlp_receivers import GrpcReceiver, HttpReceiver
 from tracedagent import _names as N
 from tracedagent._demo import SCENARIOS
@@ -66,9 +66,7 @@ def test_demo_delivers_every_span_and_metric_to_the_collector(tmp_path, how):
 
 
 def test_a_collector_that_is_not_there_fails_the_demo_after_the_runs(tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = closed_port()
     out = tmp_path / "x.json"
     result = demo("--out", out, "--otlp", f"http://127.0.0.1:{port}")
     assert result.returncode == 1
@@ -114,9 +112,7 @@ def test_spans_exported_counts_what_the_collector_accepted():
         Agent(FakeModel(["done"]), [], **telemetry.providers).run("hi")
         telemetry.shutdown(timeout=5)
         assert telemetry.spans_exported == len(receiver.spans()) == 3  # run, step, chat
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        nobody = f"http://127.0.0.1:{s.getsockname()[1]}"
+    nobody = f"http://127.0.0.1:{closed_port()}"
     telemetry = configure(endpoint=nobody, metrics=False, set_global=False, export_timeout=0.5)
     Agent(FakeModel(["done"]), [], **telemetry.providers).run("hi")
     telemetry.shutdown(timeout=2)

@@ -22,8 +22,10 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as PlainHttpSpanExporter
 from opentelemetry.metrics import NoOpMeterProvider
 
+from _fake_servers import closed_port
 from otlp_receivers import GrpcReceiver, HttpReceiver
-from tracedagent import Agent, configure, tool
+from sample_tools import add
+from tracedagent import Agent, configure
 from tracedagent import _names as N
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
@@ -32,12 +34,6 @@ PROTOCOLS = [N.PROTOCOL_GRPC, N.PROTOCOL_HTTP]
 RECEIVERS = {N.PROTOCOL_GRPC: GrpcReceiver, N.PROTOCOL_HTTP: HttpReceiver}
 SECRET = "s3cr3t-api-key-7f1c"
 CANNOT_REACH = "cannot reach the collector"
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 def make_agent(**providers: object) -> Agent:
@@ -50,13 +46,6 @@ def summary(run: object) -> list:
     """Everything a caller sees of a run, except the trace id (which only exists with an SDK)."""
     return [run.output, run.stop.value, run.step_count, run.trajectory(), run.input_tokens,  # type: ignore[attr-defined]
             run.output_tokens, run.cost, json.loads(json.dumps(run.messages, default=str))]  # type: ignore[attr-defined]
-
-
-def closed_port() -> int:
-    """A 127.0.0.1 port nothing listens on (it was free a moment ago)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def expected_span_names() -> list[str]:
@@ -79,13 +68,9 @@ def run_script(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     environment.update(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     prelude = textwrap.dedent("""
         import json, sys
-        from tracedagent import Agent, configure, tool
+        from sample_tools import add
+        from tracedagent import Agent, configure
         from tracedagent.testing import FakeModel, tool_call
-
-        @tool
-        def add(a: int, b: int) -> int:
-            \"\"\"Add two integers.\"\"\"
-            return a + b
 
         def make_agent(**providers):
             return Agent(FakeModel([tool_call("add", {"a": 2, "b": 3}, id="call_1"), "The sum is 5."]), [add],

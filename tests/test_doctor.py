@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from _fake_servers import Reply, RoutedServer
+from _fake_servers import Reply, RoutedServer, closed_port
 from otlp_receivers import GrpcReceiver, HttpReceiver
 from tracedagent import _doctor
 from tracedagent import _names as N
@@ -51,12 +51,6 @@ def hint_after(output: str, name: str) -> str:
     lines = output.splitlines()
     index = next(i for i, line in enumerate(lines) if line.startswith(f"│ {name}"))
     return lines[index + 1].split("│")[4].strip()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 JAEGER_SERVICES = Reply(body=json.dumps({"data": ["shop", "jaeger"], "total": 2, "errors": None}).encode())
@@ -102,7 +96,7 @@ def everything_at(url: str, *, otlp: str | None = None, health: str | None = Non
 # --- nothing there -----------------------------------------------------------------------
 
 def test_everything_down_exits_1_and_says_how_to_start_each_service():
-    down = f"http://127.0.0.1:{free_port()}"
+    down = f"http://127.0.0.1:{closed_port()}"
     started = time.monotonic()
     result = doctor(*everything_at(down))
     elapsed = time.monotonic() - started
@@ -135,7 +129,7 @@ def test_hung_services_cost_one_timeout_in_all_not_one_each(hanging):
 # --- some or all there -------------------------------------------------------------------
 
 def test_a_stub_answering_some_endpoints_shows_those_reachable(stub):
-    down = f"http://127.0.0.1:{free_port()}"
+    down = f"http://127.0.0.1:{closed_port()}"
     result = doctor("--otlp", down, "--collector-health", f"{stub.url}/", "--jaeger", stub.url,
                     "--prometheus", stub.url, "--alertmanager", down)
     assert result.returncode == 1, result.stdout
@@ -183,7 +177,7 @@ def test_a_wrong_protocol_is_named_as_such(stub):
 
 def test_something_else_on_a_port_is_not_taken_for_the_service(stub):
     stub.routes["/api/services"] = Reply(body=b"<html>Grafana</html>")
-    result = doctor(*everything_at(stub.url, otlp=f"http://127.0.0.1:{free_port()}"), "--prometheus",
+    result = doctor(*everything_at(stub.url, otlp=f"http://127.0.0.1:{closed_port()}"), "--prometheus",
                     f"{stub.url}/prometheus")
     assert row(result.stdout, "Jaeger query API")[1:] == ("unreachable", "HTTP 200, but not Jaeger's JSON")
     assert row(result.stdout, "Prometheus")[1:] == ("unreachable", "HTTP 404")
@@ -193,7 +187,7 @@ def test_something_else_on_a_port_is_not_taken_for_the_service(stub):
 def test_urls_come_from_the_tracedagent_variables(stub):
     env = {N.ENV_COLLECTOR_HEALTH_URL: f"{stub.url}/", N.ENV_JAEGER_URL: stub.url, N.ENV_PROMETHEUS_URL: stub.url,
            N.ENV_ALERTMANAGER_URL: stub.url}
-    result = doctor("--otlp", f"http://127.0.0.1:{free_port()}", env=env)
+    result = doctor("--otlp", f"http://127.0.0.1:{closed_port()}", env=env)
     for name in SERVICES:
         assert row(result.stdout, name)[1] == "reachable", (name, result.stdout)
 

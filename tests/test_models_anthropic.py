@@ -1,4 +1,6 @@
-"""AnthropicModel through the real ``anthropic`` SDK against a local Messages API server."""
+"""AnthropicModel on the wire: what it sends the Messages API and how it reads the replies,
+through the real ``anthropic`` SDK against a local server. What every adapter promises
+(errors, retries, spans, the key) is in ``test_models_contract.py``."""
 
 from __future__ import annotations
 
@@ -6,72 +8,34 @@ import logging
 
 import anthropic
 import pytest
-from opentelemetry.trace import StatusCode
 
-from _fake_servers import Reply, json_reply, serve
-from tracedagent import Agent, Stop, ToolOutcome
+from _anthropic_wire import FAKE_KEY, message, model_for, text, tool_use, use_key
+from _fake_servers import serve
+from sample_tools import add, shout
+from tracedagent import Agent, ToolOutcome
 from tracedagent import _names as N
-from tracedagent.models import AnthropicModel, MalformedResponseError
+from tracedagent.models import AnthropicModel
 from tracedagent.models.anthropic import DEFAULT_MAX_TOKENS
 from tracedagent.testing import Recorder
-from sample_tools import add, shout
-
-FAKE_KEY = "sk-ant-test-DO-NOT-LEAK-0c4e2a9d71"
-FAST_RETRY = {"retry-after-ms": "1"}  # the SDK honours it, so a retried test stays fast
 
 
 @pytest.fixture(autouse=True)
 def _credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The key comes from the SDK's usual environment variable, as it would for a user."""
-    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
-    for name in ("ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def message(*content: dict, stop: str = "end_turn", input_tokens: int = 20, output_tokens: int = 7,
-            cache_read: int | None = None, cache_creation: int | None = None,
-            model: str = "claude-test-20250101", id: str = "msg_answer") -> Reply:
-    usage: dict = {"input_tokens": input_tokens, "output_tokens": output_tokens}
-    if cache_read is not None:
-        usage["cache_read_input_tokens"] = cache_read
-    if cache_creation is not None:
-        usage["cache_creation_input_tokens"] = cache_creation
-    return json_reply({"id": id, "type": "message", "role": "assistant", "model": model,
-                       "content": list(content), "stop_reason": stop, "stop_sequence": None, "usage": usage})
-
-
-def text(value: str) -> dict:
-    return {"type": "text", "text": value}
-
-
-def tool_use(id: str, name: str, input: object) -> dict:
-    return {"type": "tool_use", "id": id, "name": name, "input": input}
-
-
-def error(status: int, kind: str, text: str, **headers: str) -> Reply:
-    return json_reply({"type": "error", "error": {"type": kind, "message": text}}, status, **headers)
-
-
-def model_for(server, **kwargs) -> AnthropicModel:
-    return AnthropicModel("claude-test", base_url=server.url, **kwargs)
+    use_key(monkeypatch)
 
 
 # --- requests and responses ---------------------------------------------------------
 
 
-def test_text_answer_request_shape_and_completion():
-    with serve(message(text("Hello "), text("there."), input_tokens=21, output_tokens=4)) as server:
+def test_text_answer_request_shape_and_text_blocks_joined():
+    with serve(message(text("Hello "), text("there."))) as server:
         completion = model_for(server).complete([{"role": "system", "content": "Be brief."},
                                                  {"role": "user", "content": "Hi"}])
     [request] = server.requests
     assert request.path == "/v1/messages"
     assert request.body == {"model": "claude-test", "max_tokens": DEFAULT_MAX_TOKENS, "system": "Be brief.",
                             "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}]}
-    assert completion.text == "Hello there." and not completion.wants_tools
-    assert (completion.usage.input_tokens, completion.usage.output_tokens) == (21, 4)
-    assert completion.model == "claude-test-20250101"
-    assert completion.response_id == "msg_answer"
-    assert completion.finish_reason == "end_turn"
+    assert completion.text == "Hello there."
 
 
 def test_max_tokens_default_is_overridable_and_the_loop_value_wins():
@@ -94,19 +58,12 @@ def test_temperature_is_not_sent_and_that_is_logged_once(caplog):
     assert len(warnings) == 1 and warnings[0].levelno == logging.WARNING
 
 
-def test_agent_runs_several_tool_calls_then_answers_and_is_traced():
-    rec = Recorder()
+def test_tool_uses_and_their_results_on_the_wire():
     with serve(message(text("Let me compute."), tool_use("toolu_a", "add", {"a": 2, "b": 3}),
-                       tool_use("toolu_s", "shout", {"text": "hi"}), stop="tool_use", input_tokens=30,
-                       output_tokens=12, id="msg_calls"),
-               message(text("2 + 3 = 5 and HI."), input_tokens=60, output_tokens=9)) as server:
-        agent = Agent(model_for(server), [add, shout], system_prompt="Use tools.", max_output_tokens=100,
-                      **rec.providers)
-        run = agent.run("Add 2 and 3, and shout hi.")
-
-    assert run.ok and run.output == "2 + 3 = 5 and HI."
-    assert [r.content for r in run.steps[0].tool_results] == ["5", "HI"]
-    assert (run.input_tokens, run.output_tokens) == (30 + 60, 12 + 9)
+                       tool_use("toolu_s", "shout", {"text": "hi"}), stop="tool_use"),
+               message(text("2 + 3 = 5 and HI."))) as server:
+        Agent(model_for(server), [add, shout], system_prompt="Use tools.", max_output_tokens=100).run(
+            "Add 2 and 3, and shout hi.")
 
     first, second = server.bodies()
     assert first["tools"] == [
@@ -122,21 +79,6 @@ def test_agent_runs_several_tool_calls_then_answers_and_is_traced():
         {"role": "user", "content": [  # consecutive tool results share one user turn
             {"type": "tool_result", "tool_use_id": "toolu_a", "content": "5"},
             {"type": "tool_result", "tool_use_id": "toolu_s", "content": "HI"}]}]
-
-    [view] = rec.runs()
-    assert view.stop_reason == "answered" and view.executed_tools == ["add", "shout"]
-    chat = view.chat_spans
-    assert len(chat) == 2 and len(view.tool_spans) == 2
-    for span in chat:
-        assert span.attributes[N.GEN_AI_PROVIDER_NAME] == "anthropic"
-        assert span.attributes[N.GEN_AI_REQUEST_MODEL] == "claude-test"
-        assert span.attributes[N.SERVER_ADDRESS] == "127.0.0.1"
-        assert span.attributes[N.SERVER_PORT] == server.port
-        assert span.attributes[N.GEN_AI_RESPONSE_MODEL] == "claude-test-20250101"
-    assert [s.attributes[N.GEN_AI_RESPONSE_FINISH_REASONS] for s in chat] == [("tool_use",), ("end_turn",)]
-    assert [s.attributes[N.GEN_AI_RESPONSE_ID] for s in chat] == ["msg_calls", "msg_answer"]
-    assert [s.attributes[N.GEN_AI_USAGE_INPUT_TOKENS] for s in chat] == [30, 60]
-    assert [s.attributes[N.GEN_AI_USAGE_OUTPUT_TOKENS] for s in chat] == [12, 9]
 
 
 def test_history_turns_merge_by_role_and_system_messages_join():
@@ -222,86 +164,3 @@ def test_a_ready_client_is_used_as_is_and_conflicting_options_are_refused():
         AnthropicModel("m", system="no")
     with pytest.raises(ValueError, match="max_tokens"):
         AnthropicModel("m", max_tokens=0)
-
-
-# --- provider errors ----------------------------------------------------------------
-
-
-def test_rate_limit_is_retried_by_the_sdk():
-    rec = Recorder()
-    with serve(error(429, "rate_limit_error", "slow down", **FAST_RETRY), message(text("after retry"))) as server:
-        run = Agent(model_for(server), **rec.providers).run("Hi")
-    assert run.ok and run.output == "after retry"
-    assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0", "1"]
-    [span] = rec.runs()[0].chat_spans
-    assert N.ERROR_TYPE not in span.attributes and span.status.status_code is not StatusCode.ERROR
-
-
-def test_persistent_overload_stops_the_run_and_keeps_the_partial_run():
-    rec = Recorder()
-    failing = [error(529, "overloaded_error", "Overloaded", **FAST_RETRY) for _ in range(3)]
-    with serve(message(tool_use("toolu_a", "add", {"a": 1, "b": 1}), stop="tool_use"), *failing) as server:
-        run = Agent(model_for(server), [add], **rec.providers).run("Add.")
-    assert len(server.requests) == 1 + 3  # the SDK's default: 2 retries
-    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, anthropic.OverloadedError)
-    assert len(run.steps) == 1 and run.steps[0].tool_results[0].content == "2"
-    view = rec.runs()[0]
-    ok_span, failed_span = view.chat_spans
-    assert N.ERROR_TYPE not in ok_span.attributes
-    assert failed_span.attributes[N.ERROR_TYPE] == "OverloadedError"
-    assert failed_span.status.status_code is StatusCode.ERROR
-
-
-def test_internal_server_error_with_max_retries_configured():
-    rec = Recorder()
-    boom = error(500, "api_error", "boom", **FAST_RETRY)
-    with serve(boom, boom) as server:
-        run = Agent(model_for(server, max_retries=1), **rec.providers).run("Hi")
-    assert len(server.requests) == 2
-    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, anthropic.InternalServerError)
-    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "InternalServerError"
-
-
-def test_timeout_surfaces_as_the_sdk_exception():
-    rec = Recorder()
-    with serve(Reply(delay=1.0, body=b"{}")) as server:
-        run = Agent(model_for(server, timeout=0.2, max_retries=0), **rec.providers).run("Hi")
-    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, anthropic.APITimeoutError)
-    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "APITimeoutError"
-
-
-@pytest.mark.parametrize("reply, error_type", [
-    (Reply(body=b'{"id": "msg", "content": [', headers={"content-type": "application/json"}), "JSONDecodeError"),
-    (json_reply({"id": "msg", "type": "message"}), "MalformedResponseError"),
-])
-def test_malformed_body_stops_the_run_with_a_named_error(reply, error_type):
-    rec = Recorder()
-    with serve(reply) as server:
-        run = Agent(model_for(server, max_retries=0), **rec.providers).run("Hi")
-    assert run.stop is Stop.MODEL_ERROR and type(run.error).__name__ == error_type
-    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == error_type
-    if isinstance(run.error, MalformedResponseError):
-        assert "content" in str(run.error)
-
-
-def test_api_key_never_reaches_spans_output_or_logs(caplog):
-    """The 401 body echoes the key, as a careless proxy might; it must still go nowhere."""
-    caplog.set_level(logging.DEBUG)  # the SDK's and httpx's debug logs included
-    rec = Recorder()
-    leaky = error(401, "authentication_error", f"invalid x-api-key {FAKE_KEY}")
-    with serve(leaky, message(text("fine"))) as server:
-        model = model_for(server)
-        agent = Agent(model, [add], capture_content=True, **rec.providers)
-        failed = agent.run("Hi")
-        logging.getLogger("test").exception("run failed", exc_info=failed.error)
-        succeeded = agent.run("Hi again")
-    sent = server.requests[0].headers
-    assert FAKE_KEY in (sent.get("x-api-key"), sent.get("authorization", "").removeprefix("Bearer "))
-    assert failed.stop is Stop.MODEL_ERROR and isinstance(failed.error, anthropic.AuthenticationError)
-    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "AuthenticationError"
-    assert succeeded.ok
-    exported = "".join(span.to_json() for span in rec.spans())
-    assert "AuthenticationError" in exported and "Hi again" in exported  # content capture was on
-    for text_ in (exported, failed.output, succeeded.output, caplog.text, str(failed.error),
-                  repr(failed.error.body), repr(model)):
-        assert FAKE_KEY not in text_

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,11 @@ def test_star_import_gives_the_adapters_whose_sdk_is_installed(blocked):
                                                                           ("anthropic", "AnthropicModel"))
                                              if sdk not in blocked}
     assert out.stdout.split("\n")[0] == str(sorted(expected))
+
+
+def test_models_package_does_not_import_the_sdks():
+    script = ("import sys, tracedagent, tracedagent.models\n"
+              "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                         cwd=ROOT).stdout
+    assert json.loads(out.replace("'", '"')) == []

@@ -7,41 +7,22 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracedagent import Agent, Budget, Completion, FatalToolError, Registry, Stop, ToolCall, ToolError, tool
+from sample_tools import TOOLS
+from tracedagent import Agent, Budget, Completion, Stop, ToolCall
 from tracedagent.testing import FakeModel, Recorder
 
-
-@tool
-def search(q: str) -> str:
-    """Search."""
-    return f"found {q}"
-
-
-@tool
-def flaky(q: str) -> str:
-    """Fails."""
-    raise ToolError("down")
-
-
-@tool
-def fatal(q: str) -> str:
-    """Fails for good."""
-    raise FatalToolError("revoked")
-
-
-@tool
-def refund(q: str) -> str:
-    """Denied by policy."""
-    return "refunded"
-
-
-REGISTRY = Registry([search, flaky, fatal, refund],
-                    policy=lambda call: "no" if call.name == "refund" else None)
-
-arguments = st.one_of(st.builds(lambda q: {"q": q}, st.sampled_from("abc")),
-                      st.sampled_from(['{"q": "a"}', "{broken", "[]", {}]))
-calls = st.builds(ToolCall, id=st.uuids().map(str),
-                  name=st.sampled_from(["search", "flaky", "fatal", "refund", "missing"]), arguments=arguments)
+# Per tool name, arguments it accepts; any name may also get arguments no tool accepts.
+VALID_ARGUMENTS = {
+    "search_help": st.builds(lambda q: {"q": q}, st.sampled_from("abc")),
+    "flaky": st.builds(lambda n: {"n": n}, st.integers(0, 2)),
+    "charge_card": st.builds(lambda amount: {"amount": amount}, st.integers(1, 3)),
+    "refund": st.builds(lambda order_id: {"order_id": order_id, "amount": 5.0}, st.sampled_from("abc")),
+    "missing": st.builds(lambda q: {"q": q}, st.sampled_from("abc")),
+}
+BROKEN_ARGUMENTS = st.sampled_from(['{"q": "a"}', "{broken", "[]", {}])
+calls = st.sampled_from(sorted(VALID_ARGUMENTS)).flatmap(
+    lambda name: st.builds(ToolCall, id=st.uuids().map(str), name=st.just(name),
+                           arguments=VALID_ARGUMENTS[name] | BROKEN_ARGUMENTS))
 turns = st.one_of(
     st.text(max_size=20),
     st.lists(calls, min_size=1, max_size=3).map(lambda cs: Completion(tool_calls=cs)),
@@ -59,7 +40,7 @@ budgets = st.builds(
 def test_any_run_ends_named_bounded_and_accounted(script, budget):
     rec = Recorder()
     model = FakeModel(script)
-    run = Agent(model, REGISTRY, budget=budget, **rec.providers).run("go")
+    run = Agent(model, TOOLS, budget=budget, **rec.providers).run("go")
 
     assert isinstance(run.stop, Stop)
     assert run.step_count <= budget.max_steps and model.call_count <= budget.max_steps

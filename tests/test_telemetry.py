@@ -12,6 +12,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace as trace_api
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode
 
+from sample_tools import search_help
 from scenarios import SCENARIOS, TOOLS
 from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, _telemetry
 from tracedagent.testing import (FakeModel, Recorder, assert_never_executed, assert_requested, assert_span_tree,
@@ -174,17 +175,12 @@ def test_unknown_tool_names_do_not_become_metric_labels(rec):
 
 
 def test_an_invented_name_the_policy_denies_is_not_a_label_either(rec):
-    deny_all = Registry([search_help_tool()], policy=lambda call: "no tools today")
+    deny_all = Registry([search_help], policy=lambda call: "no tools today")
     Agent(FakeModel([tool_call("invented_1", {}), tool_call("invented_2", {}), "ok"]), deny_all,
           **rec.providers).run("go")
     assert rec.metric("tracedagent.tool.calls", outcome="denied") == 2
     assert rec.metric("tracedagent.tool.calls", **{"gen_ai.tool.name": "_OTHER"}) == 2
     assert {s.name for s in rec.runs()[0].tool_spans} == {"execute_tool _OTHER"}
-
-
-def search_help_tool():
-    from scenarios import search_help
-    return search_help
 
 
 def test_a_long_invented_name_does_not_bloat_the_run_status(rec):
@@ -203,7 +199,7 @@ class RaisingRegistry(Registry):
 
 def test_a_registry_that_raises_still_ends_its_tool_span(rec):
     with pytest.raises(RuntimeError):
-        Agent(FakeModel([tool_call("search_help", {"q": "a"}), "done"]), RaisingRegistry([search_help_tool()]),
+        Agent(FakeModel([tool_call("search_help", {"q": "a"}), "done"]), RaisingRegistry([search_help]),
               **rec.providers).run("go")
     [tool_span] = [s for s in rec.spans() if s.name.startswith("execute_tool")]
     assert tool_span.status.status_code is StatusCode.ERROR and tool_span.attributes["error.type"] == "RuntimeError"

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tracedagent import Agent, Budget, Registry, Stop, ToolCall, ToolError, tool
+from sample_tools import no_refunds
+from tracedagent import Agent, Budget, Registry, Stop, ToolError, tool
 from tracedagent.testing import (FakeModel, Recorder, assert_never_executed, assert_requested,
                                  assert_span_tree, assert_stop, tool_call)
 
+# Tools of their own, not sample_tools': these tests check what a tool really did (refunds_made)
+# and carry an injection in a tool result.
 refunds_made: list[str] = []
 
 
@@ -32,11 +35,7 @@ def broken_refund(order_id: str) -> str:
     raise ToolError("ledger unavailable")
 
 
-def refunds_need_a_human(call: ToolCall) -> str | None:
-    return "refunds need a human" if call.name == "refund" else None
-
-
-def run_agent(rec: Recorder, script, *, policy=refunds_need_a_human, budget=Budget()):
+def run_agent(rec: Recorder, script, *, policy=no_refunds, budget=Budget()):
     registry = Registry([lookup_order, refund, broken_refund], policy=policy)
     return Agent(FakeModel(script), registry, name="support", budget=budget, **rec.providers).run("help")
 

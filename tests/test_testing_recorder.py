@@ -10,31 +10,9 @@ from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
+from sample_tools import lookup_order, no_refunds, refund
 from tracedagent import Agent, Budget, Registry, Stop, _names as N
 from tracedagent.testing import ATTRIBUTE_ALIASES, FakeModel, Recorder, RunView, find_spans, tool_call
-
-
-def lookup_order(order_id: str) -> str:
-    """Look up an order's status.
-
-    Args:
-        order_id: The order number.
-    """
-    return f"order {order_id}: shipped"
-
-
-def refund(order_id: str, amount: float) -> str:
-    """Refund an order.
-
-    Args:
-        order_id: The order number.
-        amount: USD to refund.
-    """
-    return f"refunded {amount} on {order_id}"
-
-
-def no_refunds(call):
-    return "refunds need a human" if call.name == "refund" else None
 
 
 def support_agent(script, *, name="support", budget=Budget(), **providers) -> Agent:

@@ -1,0 +1,58 @@
+"""The OpenAI Chat Completions wire format, as a ``FakeServer`` speaks it to the real ``openai`` SDK."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from _fake_servers import FakeServer, Reply, json_reply
+from tracedagent.models import OpenAIChatModel
+
+__all__ = ["FAKE_KEY", "MODEL", "RESPONSE_MODEL", "use_key", "model_for", "answer", "calls", "error"]
+
+FAKE_KEY = "sk-test-DO-NOT-LEAK-7f3a9c1e5b"
+"""A fake API key; the tests check it never reaches spans, output or logs."""
+MODEL = "gpt-test"
+"""The model the adapter asks for."""
+RESPONSE_MODEL = "gpt-test-2025-01-01"
+"""The model the server says answered."""
+
+
+def use_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key comes from the SDK's usual environment variable, as it would for a user."""
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def model_for(server: FakeServer, **options: object) -> OpenAIChatModel:
+    return OpenAIChatModel(MODEL, base_url=f"{server.url}/v1", **options)
+
+
+def answer(text: str = "The answer is 5.", *, finish: str = "stop", input_tokens: int = 20, output_tokens: int = 7,
+           cached: int | None = None, model: str = RESPONSE_MODEL, id: str = "chatcmpl-answer") -> Reply:
+    usage: dict = {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                   "total_tokens": input_tokens + output_tokens}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return json_reply({"id": id, "object": "chat.completion", "created": 1700000000, "model": model,
+                       "choices": [{"index": 0, "finish_reason": finish,
+                                    "message": {"role": "assistant", "content": text}}],
+                       "usage": usage})
+
+
+def calls(*tool_calls: tuple[str, str, str | dict], input_tokens: int = 30, output_tokens: int = 12,
+          id: str = "chatcmpl-calls") -> Reply:
+    """A turn requesting ``(id, name, arguments)`` calls, in that order; string arguments are sent raw."""
+    return json_reply({"id": id, "object": "chat.completion", "created": 1700000000, "model": RESPONSE_MODEL,
+                       "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                           "role": "assistant", "content": None,
+                           "tool_calls": [{"id": cid, "type": "function", "function": {
+                               "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                                          for cid, name, args in tool_calls]}}],
+                       "usage": {"prompt_tokens": input_tokens, "completion_tokens": output_tokens,
+                                 "total_tokens": input_tokens + output_tokens}})
+
+
+def error(status: int, message: str, **headers: str) -> Reply:
+    return json_reply({"error": {"message": message, "type": "error", "code": None}}, status, **headers)

@@ -1,0 +1,244 @@
+"""What every model adapter promises, whoever the provider: a completion and its spans say
+the same things, the SDK's retries are kept, a failure stops the run as a named model error
+with the partial run kept, and the API key goes nowhere.
+
+Each case runs once per ``Provider``: the adapter through its real SDK against a local fake
+of the provider's server (``_fake_servers.py``, speaking ``_openai_wire.py`` or
+``_anthropic_wire.py``). How each provider's requests and replies
+look on the wire (Anthropic's thinking blocks and cache tokens, OpenAI's calls without ids)
+is tested in ``test_models_openai.py`` and ``test_models_anthropic.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+import anthropic
+import openai
+import pytest
+from opentelemetry.trace import StatusCode
+
+import _anthropic_wire
+import _openai_wire
+from _fake_servers import FAST_RETRY, Reply, json_reply, serve
+from sample_tools import add, shout
+from tracedagent import Agent, Completion, Model, Run, Stop
+from tracedagent import _names as N
+from tracedagent.models import MalformedResponseError
+from tracedagent.testing import Recorder
+
+
+def run_sync(agent: Agent, task: str) -> Run:
+    return agent.run(task)
+
+
+def complete_sync(model: Model, messages: list[dict[str, Any]], **options: Any) -> Completion:
+    return model.complete(messages, **options)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provider:
+    """One adapter as the contract meets it: how to build it against a ``FakeServer``, how
+    that server answers, and how a test calls it. Every case calls the adapter through
+    ``run`` and ``complete``, so an async driver is one more entry in ``PROVIDERS``: a
+    ``dataclasses.replace`` of a provider with its own ``id``, ``run``, ``complete`` and ``build``."""
+
+    id: str
+    """The test id."""
+    name: str
+    """``gen_ai.provider.name`` on the chat spans."""
+    sdk: ModuleType
+    """The SDK whose exceptions the adapter lets through."""
+    key: str
+    """The fake API key the adapter reads from the environment."""
+    use_key: Callable[[pytest.MonkeyPatch], None]
+    """Puts ``key`` where the SDK looks for it, and clears the variables that would redirect it."""
+    build: Callable[..., Model]
+    """``build(server, **options)``: the adapter, talking to ``server``."""
+    model: str
+    """The model ``build`` asks for."""
+    response_model: str
+    """The model the server's replies name."""
+    answer: Callable[..., Reply]
+    """``answer(text, input_tokens=20, output_tokens=7)``: a final text answer."""
+    calls: Callable[..., Reply]
+    """``calls(*(id, name, arguments), input_tokens=30, output_tokens=12)``: a tool-calling turn."""
+    error: Callable[..., Reply]
+    """``error(status, message, **headers)``: an API error."""
+    finish_reasons: tuple[str, str]
+    """The finish reasons of a tool-calling turn and of an answer."""
+    response_ids: tuple[str, str]
+    """The ids ``calls`` and ``answer`` give their replies."""
+    overloaded: tuple[int, type[Exception]]
+    """The status a struggling server answers with, and the SDK error it becomes."""
+    malformed: tuple[tuple[str, Reply, str], ...]
+    """Bodies no completion can come from: ``(test id, reply, error type)``."""
+    required: str
+    """The field a ``MalformedResponseError`` names as missing."""
+    run: Callable[[Agent, str], Run] = run_sync
+    """How a test runs an agent."""
+    complete: Callable[..., Completion] = complete_sync
+    """``complete(model, messages, **options)``: how a test calls the model itself."""
+
+
+OPENAI = Provider(
+    id="openai", name="openai", sdk=openai, key=_openai_wire.FAKE_KEY, use_key=_openai_wire.use_key,
+    build=_openai_wire.model_for, model=_openai_wire.MODEL, response_model=_openai_wire.RESPONSE_MODEL,
+    answer=_openai_wire.answer, calls=_openai_wire.calls, error=_openai_wire.error,
+    finish_reasons=("tool_calls", "stop"), response_ids=("chatcmpl-calls", "chatcmpl-answer"),
+    overloaded=(500, openai.InternalServerError), required="choices",
+    malformed=(("truncated", Reply(body=b'{"id": "x", "choices": [', headers={"content-type": "application/json"}),
+                "JSONDecodeError"),
+               ("no-choices", json_reply({"id": "x", "object": "chat.completion"}), "MalformedResponseError"),
+               ("empty-choices", json_reply({"id": "x", "choices": []}), "MalformedResponseError")))
+
+ANTHROPIC = Provider(
+    id="anthropic", name="anthropic", sdk=anthropic, key=_anthropic_wire.FAKE_KEY, use_key=_anthropic_wire.use_key,
+    build=_anthropic_wire.model_for, model=_anthropic_wire.MODEL, response_model=_anthropic_wire.RESPONSE_MODEL,
+    answer=_anthropic_wire.answer, calls=_anthropic_wire.calls, error=_anthropic_wire.error,
+    finish_reasons=("tool_use", "end_turn"), response_ids=("msg_calls", "msg_answer"),
+    overloaded=(529, anthropic.OverloadedError), required="content",
+    malformed=(("truncated", Reply(body=b'{"id": "msg", "content": [', headers={"content-type": "application/json"}),
+                "JSONDecodeError"),
+               ("no-content", json_reply({"id": "msg", "type": "message"}), "MalformedResponseError")))
+
+PROVIDERS = [OPENAI, ANTHROPIC]
+
+
+@pytest.fixture(params=PROVIDERS, ids=lambda p: p.id)
+def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Provider:
+    request.param.use_key(monkeypatch)
+    return request.param
+
+
+# --- completions and their spans ------------------------------------------------------
+
+
+def test_a_text_answer_becomes_the_completion(provider):
+    with serve(provider.answer("Hello there.", input_tokens=21, output_tokens=4)) as server:
+        completion = provider.complete(provider.build(server), [{"role": "system", "content": "Be brief."},
+                                                                {"role": "user", "content": "Hi"}])
+    assert completion.text == "Hello there." and not completion.wants_tools
+    assert (completion.usage.input_tokens, completion.usage.output_tokens) == (21, 4)
+    assert completion.model == provider.response_model
+    assert completion.response_id == provider.response_ids[1]
+    assert completion.finish_reason == provider.finish_reasons[1]
+
+
+def test_agent_runs_several_tool_calls_then_answers_and_is_traced(provider):
+    rec = Recorder()
+    with serve(provider.calls(("call_a", "add", {"a": 2, "b": 3}), ("call_s", "shout", {"text": "hi"})),
+               provider.answer("2 + 3 = 5 and HI.", input_tokens=60, output_tokens=9)) as server:
+        agent = Agent(provider.build(server), [add, shout], system_prompt="Use tools.", max_output_tokens=100,
+                      **rec.providers)
+        run = provider.run(agent, "Add 2 and 3, and shout hi.")
+
+    assert run.ok and run.output == "2 + 3 = 5 and HI."
+    assert [r.content for r in run.steps[0].tool_results] == ["5", "HI"]
+    assert (run.input_tokens, run.output_tokens) == (30 + 60, 12 + 9)
+
+    [view] = rec.runs()
+    assert view.stop_reason == "answered" and view.executed_tools == ["add", "shout"]
+    chat = view.chat_spans
+    assert len(chat) == 2 and len(view.tool_spans) == 2
+    for span in chat:
+        assert span.attributes[N.GEN_AI_PROVIDER_NAME] == provider.name
+        assert span.attributes[N.GEN_AI_REQUEST_MODEL] == provider.model
+        assert span.attributes[N.SERVER_ADDRESS] == "127.0.0.1"
+        assert span.attributes[N.SERVER_PORT] == server.port
+        assert span.attributes[N.GEN_AI_RESPONSE_MODEL] == provider.response_model
+        assert span.attributes[N.GEN_AI_REQUEST_MAX_TOKENS] == 100
+    assert [s.attributes[N.GEN_AI_RESPONSE_FINISH_REASONS] for s in chat] == [(r,) for r in provider.finish_reasons]
+    assert [s.attributes[N.GEN_AI_RESPONSE_ID] for s in chat] == list(provider.response_ids)
+    assert [s.attributes[N.GEN_AI_USAGE_INPUT_TOKENS] for s in chat] == [30, 60]
+    assert [s.attributes[N.GEN_AI_USAGE_OUTPUT_TOKENS] for s in chat] == [12, 9]
+
+
+# --- provider errors ----------------------------------------------------------------
+
+
+def test_rate_limit_is_retried_by_the_sdk(provider):
+    rec = Recorder()
+    with serve(provider.error(429, "Rate limit reached", **FAST_RETRY), provider.answer("after retry")) as server:
+        run = provider.run(Agent(provider.build(server), **rec.providers), "Hi")
+    assert run.ok and run.output == "after retry"
+    assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0", "1"]
+    [span] = rec.runs()[0].chat_spans
+    assert N.ERROR_TYPE not in span.attributes and span.status.status_code is not StatusCode.ERROR
+
+
+def test_a_persistent_server_error_stops_the_run_and_keeps_the_partial_run(provider):
+    rec = Recorder()
+    status, error = provider.overloaded
+    failing = [provider.error(status, "upstream exploded", **FAST_RETRY) for _ in range(3)]
+    with serve(provider.calls(("call_a", "add", {"a": 1, "b": 1})), *failing) as server:
+        run = provider.run(Agent(provider.build(server), [add], **rec.providers), "Add.")
+    assert len(server.requests) == 1 + 3  # the SDK's default: 2 retries
+    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, error)
+    assert run.output == f"Stopped: the model call failed ({error.__name__})."
+    assert len(run.steps) == 1 and run.steps[0].tool_results[0].content == "2"
+    assert run.messages[-1] == {"role": "tool", "tool_call_id": "call_a", "name": "add", "content": "2"}
+    view = rec.runs()[0]
+    assert view.stop_reason == "model_error"
+    ok_span, failed_span = view.chat_spans
+    assert N.ERROR_TYPE not in ok_span.attributes
+    assert failed_span.attributes[N.ERROR_TYPE] == error.__name__
+    assert failed_span.status.status_code is StatusCode.ERROR
+
+
+@pytest.mark.parametrize("max_retries", [0, 1])
+def test_max_retries_is_configurable(provider, max_retries):
+    rec = Recorder()
+    failing = [provider.error(500, "boom", **FAST_RETRY) for _ in range(1 + max_retries)]
+    with serve(*failing, provider.answer("unused")) as server:
+        run = provider.run(Agent(provider.build(server, max_retries=max_retries), **rec.providers), "Hi")
+    assert len(server.requests) == 1 + max_retries
+    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, provider.sdk.InternalServerError)
+    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "InternalServerError"
+
+
+def test_timeout_surfaces_as_the_sdk_exception(provider):
+    rec = Recorder()
+    with serve(Reply(delay=1.0, body=b"{}")) as server:
+        run = provider.run(Agent(provider.build(server, timeout=0.2, max_retries=0), **rec.providers), "Hi")
+    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, provider.sdk.APITimeoutError)
+    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "APITimeoutError"
+
+
+@pytest.mark.parametrize("provider, reply, error_type", [
+    pytest.param(p, reply, error_type, id=f"{p.id}-{case}") for p in PROVIDERS for case, reply, error_type in p.malformed
+], indirect=["provider"])
+def test_malformed_body_stops_the_run_with_a_named_error(provider, reply, error_type):
+    rec = Recorder()
+    with serve(reply) as server:
+        run = provider.run(Agent(provider.build(server, max_retries=0), **rec.providers), "Hi")
+    assert run.stop is Stop.MODEL_ERROR and type(run.error).__name__ == error_type
+    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == error_type
+    if isinstance(run.error, MalformedResponseError):
+        assert provider.required in str(run.error)
+
+
+def test_api_key_never_reaches_spans_output_or_logs(provider, caplog):
+    """The 401 body echoes the key, as a careless proxy might; it must still go nowhere."""
+    caplog.set_level(logging.DEBUG)  # the SDK's and httpx's debug logs included
+    rec = Recorder()
+    leaky = provider.error(401, f"Incorrect API key provided: {provider.key}")
+    with serve(leaky, provider.answer("fine")) as server:
+        model = provider.build(server)
+        agent = Agent(model, [add], capture_content=True, **rec.providers)
+        failed = provider.run(agent, "Hi")
+        logging.getLogger("test").exception("run failed", exc_info=failed.error)
+        succeeded = provider.run(agent, "Hi again")
+    sent = server.requests[0].headers
+    assert provider.key in (sent.get("x-api-key"), sent.get("authorization", "").removeprefix("Bearer "))
+    assert failed.stop is Stop.MODEL_ERROR and isinstance(failed.error, provider.sdk.AuthenticationError)
+    assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "AuthenticationError"
+    assert succeeded.ok
+    exported = "".join(span.to_json() for span in rec.spans())
+    assert "AuthenticationError" in exported and "Hi again" in exported  # content capture was on
+    for text in (exported, failed.output, succeeded.output, caplog.text, str(failed.error),
+                 repr(failed.error.body), repr(model)):
+        assert provider.key not in text
