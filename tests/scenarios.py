@@ -6,7 +6,7 @@ from sample_tools import TOOLS
 from tracedagent import Budget, Stop
 from tracedagent.testing import tool_call
 
-__all__ = ["TOOLS", "SCENARIOS", "many"]  # TOOLS: the registry every scenario runs against
+__all__ = ["TOOLS", "SCENARIOS", "RETURNED_STOPS", "many"]  # TOOLS: the registry every scenario runs against
 
 
 def many(name: str, n: int = 12, same: bool = False):
@@ -14,7 +14,8 @@ def many(name: str, n: int = 12, same: bool = False):
             for i in range(n)]
 
 
-# Each stop reason: (a function making a fresh script, budget, expected steps or None)
+# Each stop reason a Run can carry: (a function making a fresh script, budget, expected steps
+# or None). Stop.CANCELLED has none: a cancelled run raises instead of returning (test_async.py).
 SCENARIOS = {
     Stop.ANSWERED: (lambda: [tool_call("search_help", {"q": "a"}), "done"], Budget(), 2),
     Stop.STEP_BUDGET: (lambda: many("search_help"), Budget(max_steps=3), 3),
@@ -24,5 +25,8 @@ SCENARIOS = {
     Stop.REPEATED_CALL: (lambda: many("search_help", same=True), Budget(repeat_limit=2), 3),
     Stop.TOOL_FATAL: (lambda: [tool_call("charge_card", {"amount": 1})], Budget(), 1),
     Stop.NO_PROGRESS: (lambda: many("flaky"), Budget(no_progress_limit=2), 2),
-    Stop.MODEL_ERROR: (lambda: [tool_call("search_help", {"q": "a"}), TimeoutError("read timed out")], Budget(), 1),
+    Stop.MODEL_ERROR: (lambda: [tool_call("search_help", {"q": "a"}), TimeoutError("read timed out")], Budget(), 2),
+    Stop.TIME_BUDGET: (lambda: many("search_help"), Budget(max_seconds=0), 1),
+    Stop.TOOL_CALL_BUDGET: (lambda: many("search_help"), Budget(max_tool_calls=2), 3),
 }
+RETURNED_STOPS = set(Stop) - {Stop.CANCELLED}

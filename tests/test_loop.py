@@ -174,7 +174,8 @@ def test_model_error_keeps_the_partial_run():
     run = Agent(model, registry(search_help)).run("go")
 
     assert run.stop is Stop.MODEL_ERROR
-    assert run.step_count == 1 and run.trajectory() == ["search_help"]
+    # A step is a model call attempted: the failed call is the second (and its span is a step span).
+    assert run.step_count == 2 and len(run.steps) == 1 and run.trajectory() == ["search_help"]
     assert isinstance(run.error, ConnectionError)
     assert run.output == "Stopped: the model call failed (ConnectionError)."
     assert run.messages[-1]["role"] == "tool", "the work done before the failure is kept"
@@ -186,9 +187,9 @@ def test_exhausted_fake_script_is_a_model_error():
 
 
 def test_every_stop_reason_has_a_scenario_that_reaches_it():
-    from scenarios import SCENARIOS
+    from scenarios import RETURNED_STOPS, SCENARIOS
 
-    assert set(SCENARIOS) == set(Stop)
+    assert set(SCENARIOS) == RETURNED_STOPS
     for stop, (script, budget, _) in SCENARIOS.items():
         assert Agent(FakeModel(script()), registry(search_help), budget=budget).run("go").stop is not None
         assert stop.value == str(stop.value)  # str-valued: what spans and metric labels carry

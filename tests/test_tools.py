@@ -135,13 +135,19 @@ def test_registry_accepts_plain_functions_and_rejects_duplicates():
         Registry([add, add])
 
 
-def test_async_tools_are_refused_at_definition():
+def test_async_tools_are_accepted_and_async_generators_refused():
     async def fetch(url: str) -> str:
         """Fetch a page."""
         return url
 
-    with pytest.raises(TypeError, match="fetch is async"):
-        tool(fetch)
+    assert tool(fetch).is_async and tool(fetch).parameters["required"] == ["url"]
+
+    async def pages(url: str):
+        """Stream pages."""
+        yield url
+
+    with pytest.raises(TypeError, match="pages is an async generator"):
+        tool(pages)
 
 
 def test_a_policy_that_raises_fails_closed():

@@ -312,7 +312,7 @@ class ToolScope(_Scope):
         if result.ok:
             self._close()
         else:
-            self.fail(result.error_type or outcome)
+            super().fail(result.error_type or outcome)
         self._count(outcome)
 
     def fail(self, kind: str, description: str | None = None) -> None:
