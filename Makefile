@@ -50,8 +50,8 @@ stack-smoke:   ## send a trace and metrics through the running stack and check t
 alerts-test:   ## validate the Prometheus config and rules, then run the rules' unit tests
 	scripts/stack.sh packages
 	$(PROMTOOL) check config collector/prometheus.yml
-	$(PROMTOOL) check rules collector/alerts.yml
-	$(PROMTOOL) test rules collector/alerts_test.yml
+	$(PROMTOOL) check rules collector/alerts.yml collector/spm_rules.yml
+	$(PROMTOOL) test rules collector/alerts_test.yml collector/spm_rules_test.yml
 
 compose-check: ## static checks of docker-compose.yml (no Docker needed): pins, paths, 127.0.0.1 ports
 	$(PYTHON) scripts/check_compose.py

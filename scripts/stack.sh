@@ -57,6 +57,11 @@ ALERTMANAGER_BIN=/usr/bin/prometheus-alertmanager
 
 SERVICES=(jaeger otelcol alertmanager prometheus)   # start order; stopped in reverse
 
+# The collector's feature gates (docker-compose.yml passes the same): span metrics carry no
+# resource attributes, so the series of a service are not tied to the process that sent
+# its first span (collector/otelcol.yaml, span_metrics).
+OTELCOL_FEATURE_GATES=(--feature-gates=connector.spanmetrics.excludeResourceMetrics)
+
 log() { printf '[stack] %s\n' "$*" >&2; }
 die() { printf '[stack] ERROR: %s\n' "$*" >&2; exit 1; }
 
@@ -86,7 +91,7 @@ set_cmd() {
     jaeger)
       CMD=("$JAEGER_BIN" --config "$CONF/jaeger.yaml") ;;
     otelcol)
-      CMD=("$OTELCOL_BIN" --config "$CONF/otelcol.yaml") ;;
+      CMD=("$OTELCOL_BIN" --config "$CONF/otelcol.yaml" "${OTELCOL_FEATURE_GATES[@]}") ;;
     alertmanager)
       CMD=("$ALERTMANAGER_BIN"
         --config.file="$CONF/alertmanager.yml"

@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import pytest
+
+from tracedagent import _names as N
 
 ROOT = Path(__file__).resolve().parents[2]
 OTLP_GRPC = os.environ.get("TRACEDAGENT_TEST_OTLP", "http://127.0.0.1:4317")
@@ -84,6 +87,14 @@ def jaeger_trace(trace_id: str) -> dict | None:
 
 def prom_query(expr: str) -> list[dict]:
     return get_json(f"{PROMETHEUS}/api/v1/query", {"query": expr})["data"]["result"]
+
+
+def tracedagent(*args: Any, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m tracedagent ARGS`` with no OTLP variables but those in ``env``."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    clean.update(COLUMNS="250", **{N.ENV_JAEGER_URL: JAEGER}, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "tracedagent", *map(str, args)], cwd=ROOT, env=clean,
+                          capture_output=True, text=True, timeout=120)
 
 
 def stack(*args: str) -> subprocess.CompletedProcess:

@@ -8,10 +8,8 @@ what that demo sent, however many other sessions share the stack.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -23,20 +21,12 @@ import pytest
 from tracedagent import _names as N
 from tracedagent._demo import SCENARIOS
 
-from ._stack import (ALERTMANAGER, HEALTH, JAEGER, OTLP_GRPC, OTLP_HTTP, PROMETHEUS, ROOT, eventually, jaeger_trace,
-                     jaeger_traces, prom_query)
+from ._stack import (ALERTMANAGER, HEALTH, JAEGER, OTLP_GRPC, OTLP_HTTP, PROMETHEUS, eventually, jaeger_trace,
+                     jaeger_traces, prom_query, tracedagent)
 
 FINAL_LINE = re.compile(r"^(\d+) runs in [\d.]+ s \([\d.]+ runs/s\); (\d+) spans written to \S+; (\d+) exported to \S+$",
                         re.M)
 LISTING_ROW = re.compile(r"^│ ([0-9a-f]{32}) │ [\d: -]+ │ (\S+)\s+│ (\S+)\s+│", re.M)
-
-
-def tracedagent(*args: Any, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """``python -m tracedagent ARGS`` with no OTLP variables but those in ``env``."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    clean.update(COLUMNS="250", **{N.ENV_JAEGER_URL: JAEGER}, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "tracedagent", *map(str, args)], cwd=ROOT, env=clean,
-                          capture_output=True, text=True, timeout=120)
 
 
 def rendered(text: str) -> list[str]:
