@@ -165,7 +165,7 @@ def test_metric_sums_counters_and_counts_histograms():
     assert rec.metric(N.METRIC_TOOL_CALLS, tool_name="lookup_order", outcome="ok") == 3
     assert rec.metric(N.METRIC_RUN_STEPS) == 2  # a histogram: one point per run
     assert rec.histogram_sum(N.METRIC_RUN_STEPS) == 3 + 2
-    assert run.cost > 0 and rec.metric(N.METRIC_COST) == pytest.approx(sum(v.cost for v in rec.runs()))
+    assert run.cost > 0 and rec.metric(N.METRIC_COST) == pytest.approx(sum(v.cost or 0.0 for v in rec.runs()))
     first_run_input = rec.runs()[0].input_tokens
     assert rec.histogram_sum(N.METRIC_TOKEN_USAGE, token_type="input") > first_run_input
     assert rec.metric("no.such.metric") == 0

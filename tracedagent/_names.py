@@ -63,6 +63,13 @@ COST_USD = "tracedagent.cost_usd"
 TOOLS_REQUESTED = "tracedagent.tools.requested"
 TOOLS_EXECUTED = "tracedagent.tools.executed"
 TOOLS_BLOCKED = "tracedagent.tools.blocked"
+TOOLS_NOT_DISPATCHED = "tracedagent.tools.not_dispatched"
+"""Requested calls that were never dispatched because the run stopped first: with executed and
+blocked, every requested call has exactly one fate on the span."""
+TOOLS_NOT_DISPATCHED_REASON = "tracedagent.tools.not_dispatched_reason"
+"""Why they were not: the stop reason that ended the run in that step."""
+COUNT_SUFFIX = "_count"
+"""Appended to a tool-list attribute's name for its full length, set only when the list was cut."""
 BUDGET_MAX_STEPS = "tracedagent.budget.max_steps"
 BUDGET_MAX_TOKENS = "tracedagent.budget.max_tokens"
 BUDGET_MAX_COST = "tracedagent.budget.max_cost_usd"
@@ -152,6 +159,9 @@ MAX_NAME_LENGTH = 128
 """Model-chosen strings (tool names, call ids) are truncated to this length in telemetry."""
 MAX_LIST_ITEMS = 256
 """Tool-name arrays on spans keep at most this many entries."""
+TRUNCATION_MARK = "...[truncated]"
+"""Ends every string tracedagent had to cut, so that a reader (and replay) can tell."""
+TOO_DEEP_MARK = "[content nested too deeply to serialise]"
 MAX_DESCRIPTION_LENGTH = 1024
 """A span status description (a stopped run's output sentence) is truncated to this length."""
 

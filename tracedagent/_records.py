@@ -161,13 +161,41 @@ class Model(Protocol):
 
 
 def check_completion(completion: Any) -> Completion:
-    """A model's answer, checked at the call: anything but a ``Completion`` with a ``Usage``
-    is the model's failure (``Stop.MODEL_ERROR``), not a crash later in the loop."""
+    """A model's answer, checked at the call: a ``Completion`` whose fields have the types the
+    loop relies on, or the model's failure (``Stop.MODEL_ERROR``, with a ``TypeError`` naming
+    the field), never a crash later in the loop. Token counts the provider did not report
+    are zero (adapters map a missing ``usage`` to ``Usage()``); a count that is not a
+    non-negative integer is the model's error, not a guess."""
     if not isinstance(completion, Completion):
         raise TypeError(f"the model returned {type(completion).__name__}, not a Completion")
-    if not isinstance(completion.usage, Usage):
-        raise TypeError(f"the model's Completion has usage={type(completion.usage).__name__}, not a Usage")
+    usage = completion.usage
+    if not isinstance(usage, Usage):
+        raise TypeError(f"the model's Completion has usage={type(usage).__name__}, not a Usage")
+    for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        value = getattr(usage, name)
+        if type(value) is not int or value < 0:  # bool is not a count either
+            raise TypeError(f"the model's Usage has {name}={value!r:.40}, not a non-negative int")
+    if not isinstance(completion.text, str):
+        raise TypeError(f"the model's Completion has text of type {type(completion.text).__name__}, not str")
+    for name in ("model", "finish_reason", "response_id"):
+        value = getattr(completion, name)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"the model's Completion has {name} of type {type(value).__name__}, not str")
+    if completion.provider_data is not None and not isinstance(completion.provider_data, dict):
+        raise TypeError("the model's Completion has provider_data that is not a dict")
+    if not isinstance(completion.tool_calls, (list, tuple)):
+        raise TypeError(f"the model's Completion has tool_calls of type {type(completion.tool_calls).__name__}, "
+                        "not a list")
     for call in completion.tool_calls:
-        if not (isinstance(call, ToolCall) and isinstance(call.id, str) and isinstance(call.name, str)):
-            raise TypeError(f"the model's tool call {call!r:.80} is not a ToolCall with a string id and name")
+        if not (isinstance(call, ToolCall) and isinstance(call.id, str) and isinstance(call.name, str)
+                and isinstance(call.arguments, (dict, str))):
+            raise TypeError(f"the model's tool call {_preview(call)} is not a ToolCall with a string id and "
+                            "name and dict or string arguments")
     return completion
+
+
+def _preview(value: Any) -> str:
+    try:
+        return f"{value!r:.80}"
+    except Exception:  # a repr that recurses forever or raises
+        return f"<{type(value).__name__}>"

@@ -47,8 +47,14 @@ class Step:
 
     @property
     def blocked_names(self) -> list[str]:
-        """Dispatched but did not succeed: denied, invalid, unknown, failed or fatal."""
+        """Dispatched but did not succeed: denied, invalid, unknown, failed, fatal or timed out."""
         return [result.name for result in self.tool_results if not result.ok]
+
+    @property
+    def not_dispatched_names(self) -> list[str]:
+        """Requested but never dispatched, because the run stopped first (the repeat check, the
+        tool-call ceiling, or an earlier call's fatal error): the calls after the last result."""
+        return [call.name for call in self.completion.tool_calls[len(self.tool_results):]]
 
 
 @dataclass(kw_only=True)
@@ -113,6 +119,11 @@ class Run:
     def blocked_tools(self) -> list[str]:
         """Tools that were dispatched but did not succeed."""
         return [name for step in self.steps for name in step.blocked_names]
+
+    def not_dispatched_tools(self) -> list[str]:
+        """Tools requested but never dispatched, because the run stopped first. Every requested
+        call is in exactly one of ``trajectory``, ``blocked_tools`` and this list."""
+        return [name for step in self.steps for name in step.not_dispatched_names]
 
     def used_tool(self, name: str) -> bool:
         return name in self.trajectory()

@@ -21,7 +21,7 @@ from . import _names as N
 from ._budget import Budget, Stop
 from ._records import Completion, Message, ToolCall, ToolResult, error_type
 from ._run import Run, Step
-from ._telemetry import AgentTelemetry, bounded, bounded_list, guard, report, truncate
+from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes, truncate
 
 __all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "DeadlineExceeded", "failure_kind"]
 
@@ -42,11 +42,20 @@ def failure_kind(exc: BaseException) -> str:
 
 
 class _ToolNames(NamedTuple):
-    """A step's three lists, read once for the step span and the run span both."""
+    """A step's four lists, read once for the step span and the run span both."""
 
     requested: list[str]
     executed: list[str]
     blocked: list[str]
+    not_dispatched: list[str]
+
+    @classmethod
+    def of(cls, step: Step) -> _ToolNames:
+        return cls(step.requested_names, step.succeeded_names, step.blocked_names, step.not_dispatched_names)
+
+    def attributes(self) -> dict[str, Any]:
+        return tool_list_attributes({N.TOOLS_REQUESTED: self.requested, N.TOOLS_EXECUTED: self.executed,
+                                     N.TOOLS_BLOCKED: self.blocked, N.TOOLS_NOT_DISPATCHED: self.not_dispatched})
 
 
 class _Scope:
@@ -97,16 +106,16 @@ class RunScope(_Scope):
     Its tool lists are its steps' lists joined as each step ends, so that the run span says
     exactly what its step spans say."""
 
-    __slots__ = ("_t", "_step", "_requested", "_executed", "_blocked")
+    __slots__ = ("_t", "_step", "_names", "_priced")
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget) -> None:
         super().__init__(telemetry, telemetry.run_span_name, SpanKind.INTERNAL, telemetry.run_start_attributes(budget))
         self._t = telemetry
         self._step: StepScope | None = None
-        self._requested: list[str] = []
-        self._executed: list[str] = []
-        self._blocked: list[str] = []
+        self._names = _ToolNames([], [], [], [])
+        self._priced = bool(budget.price_per_1k_input or budget.price_per_1k_output)
+        """Without prices a cost is unknown, not zero: it is left off the span and the metric."""
 
     @property
     def trace_id(self) -> str | None:
@@ -130,10 +139,9 @@ class RunScope(_Scope):
             return
         names = None
         if step is not None:
-            names = _ToolNames(step.requested_names, step.succeeded_names, step.blocked_names)
-            self._requested += names.requested
-            self._executed += names.executed
-            self._blocked += names.blocked
+            names = _ToolNames.of(step)
+            for run_list, step_list in zip(self._names, names):
+                run_list += step_list
         self._step.end(step, names, stop)
         self._step = None
 
@@ -147,10 +155,10 @@ class RunScope(_Scope):
                 self.span.set_attributes({
                     N.STOP_REASON: run.stop.value, N.STEPS: run.step_count,
                     N.GEN_AI_USAGE_INPUT_TOKENS: run.input_tokens, N.GEN_AI_USAGE_OUTPUT_TOKENS: run.output_tokens,
-                    N.COST_USD: run.cost,
-                    N.TOOLS_REQUESTED: bounded_list(self._requested),
-                    N.TOOLS_EXECUTED: bounded_list(self._executed),
-                    N.TOOLS_BLOCKED: bounded_list(self._blocked)})
+                    **({N.COST_USD: run.cost} if self._priced else {}),
+                    **self._names.attributes()})
+                if not run.ok:  # every stopped run has its stop event in one place, whatever the reason
+                    self.span.add_event(N.STOP_EVENT, {N.STOP_REASON: run.stop.value, N.STEP_INDEX: run.step_count - 1})
         if run.ok:
             self._close()
         else:
@@ -181,7 +189,8 @@ class RunScope(_Scope):
             labels = {N.GEN_AI_AGENT_NAME: t.agent_name, N.STOP_REASON: run.stop.value}
             t.run_counter.add(1, labels)
             t.steps_histogram.record(run.step_count, labels)
-            t.cost_counter.add(run.cost, t.cost_labels)
+            if self._priced:
+                t.cost_counter.add(run.cost, t.cost_labels)
 
 
 class StepScope(_Scope):
@@ -204,9 +213,9 @@ class StepScope(_Scope):
                     usage = step.completion.usage
                     span.set_attributes({
                         N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
-                        N.TOOLS_REQUESTED: bounded_list(names.requested),
-                        N.TOOLS_EXECUTED: bounded_list(names.executed),
-                        N.TOOLS_BLOCKED: bounded_list(names.blocked)})
+                        **names.attributes()})
+                    if names.not_dispatched and stop is not None:
+                        span.set_attribute(N.TOOLS_NOT_DISPATCHED_REASON, stop.value)
                 if stop is not None and stop is not Stop.ANSWERED:
                     span.add_event(N.STOP_EVENT, {N.STOP_REASON: stop.value})
         except Exception as exc:

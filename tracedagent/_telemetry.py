@@ -73,22 +73,47 @@ def _content_limit_from_env() -> int:
 
 
 def truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 15] + "...[truncated]"
+    return text if len(text) <= limit else text[: limit - len(N.TRUNCATION_MARK)] + N.TRUNCATION_MARK
+
+
+_SURROGATES = dict.fromkeys(range(0xD800, 0xE000), "\ufffd")
+_SURROGATES_AND_CONTROLS = {**_SURROGATES, **dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], "\ufffd")}
+
+
+def encodable(text: str) -> str:
+    """``text`` as every exporter can encode it: lone surrogates, which UTF-8 cannot hold (the
+    OTLP encoder would drop the whole attribute, and the span would lose what it said), become
+    U+FFFD."""
+    return text.translate(_SURROGATES)
 
 
 def bounded(text: Any) -> str:
-    """A model- or provider-chosen identifier, bounded so that it cannot bloat a span."""
-    if type(text) is str and len(text) <= N.MAX_NAME_LENGTH:
-        return text
-    return truncate(str(text), N.MAX_NAME_LENGTH)
+    """A model- or provider-chosen identifier, bounded and encodable so that it can neither
+    bloat a span nor cost the span the attribute that holds it (see ``encodable``)."""
+    if type(text) is str and len(text) <= N.MAX_NAME_LENGTH and text.isprintable():
+        return text  # the common case, checked in C
+    # Control characters go too: a name is shown on a terminal, where they are escapes.
+    return truncate(str(text), N.MAX_NAME_LENGTH).translate(_SURROGATES_AND_CONTROLS)
 
 
 def bounded_list(names: list[str]) -> list[str]:
     """A list of model-chosen names (strings: ``check_completion`` saw to that), bounded in
-    length and count; as it is when it fits, which it nearly always does."""
-    if len(names) <= N.MAX_LIST_ITEMS and max(map(len, names), default=0) <= N.MAX_NAME_LENGTH:
+    length and count and encodable; as it is when it fits, which it nearly always does."""
+    if (len(names) <= N.MAX_LIST_ITEMS and max(map(len, names), default=0) <= N.MAX_NAME_LENGTH
+            and all(map(str.isprintable, names))):
         return names
     return [bounded(name) for name in names[: N.MAX_LIST_ITEMS]]
+
+
+def tool_list_attributes(lists: dict[str, list[str]]) -> dict[str, Any]:
+    """Span attributes for tool-name lists keyed by attribute name: each bounded, and where one
+    had to be cut, ``<name>_count`` says how long it really was, so a list is never silently short."""
+    attributes: dict[str, Any] = {}
+    for key, names in lists.items():
+        attributes[key] = bounded_list(names)
+        if len(names) > N.MAX_LIST_ITEMS:
+            attributes[key + N.COUNT_SUFFIX] = len(names)
+    return attributes
 
 
 class AgentTelemetry:
@@ -170,5 +195,11 @@ class AgentTelemetry:
         return parts
 
     def content(self, value: Any) -> str:
-        """Captured content (only ever called when ``capture_content`` is on), bounded."""
-        return truncate(to_text(value), self.content_limit)
+        """Captured content (only ever called when ``capture_content`` is on): bounded and
+        encodable, and never an exception - content too deep to serialise becomes a marker
+        rather than costing its span the other attributes."""
+        try:
+            text = to_text(value)
+        except RecursionError:
+            text = N.TOO_DEEP_MARK
+        return encodable(truncate(text, self.content_limit))
