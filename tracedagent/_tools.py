@@ -11,13 +11,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import re
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Literal, Protocol, overload
+from typing import Any, Awaitable, Callable, Iterable, Protocol, overload
 
 from ._records import ToolCall, ToolOutcome, ToolResult, error_type
+from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
 
@@ -85,9 +83,9 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
             raise TypeError(f"{f.__name__} is an async generator; a tool returns one result")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
-        summary, arg_docs = _parse_docstring(inspect.getdoc(f) or "")
+        summary, arg_docs = parse_docstring(inspect.getdoc(f) or "")
         return Tool(name=name or f.__name__, description=description or summary,
-                    parameters=_parameters_schema(f, arg_docs), fn=f, timeout=timeout)
+                    parameters=parameters_schema(f, arg_docs), fn=f, timeout=timeout)
 
     return build(fn) if fn is not None else build
 
@@ -252,200 +250,16 @@ def _parse_arguments(raw: dict[str, Any] | str, check: Validator) -> tuple[dict[
         except RecursionError:
             return {}, "arguments are nested too deeply to decode"
     if not isinstance(arguments, dict):
-        return {}, f"arguments must be a JSON object, got {_json_type(arguments)}"
+        return {}, f"arguments must be a JSON object, got {json_type(arguments)}"
     problem = check(arguments, "arguments")
     return (arguments, None) if problem is None else ({}, problem)
-
-
-_JSON_TYPE_NAMES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
-                                     list: "array", tuple: "array", dict: "object", type(None): "null"}
-
-
-def _json_type(value: Any) -> str:
-    return _JSON_TYPE_NAMES.get(type(value)) or type(value).__name__
-
-
-Validator = Callable[[Any, str], "str | None"]
-"""A compiled schema: ``check(value, where)`` returns ``None`` or the problem, naming ``where``."""
 
 
 def _checker(t: Tool) -> Validator:
     """The compiled check of a tool's parameters; a schema it cannot read fails the Registry
     now, naming the tool, rather than every call to it later."""
     try:
-        return _compile(t.parameters)
+        return compile_schema(t.parameters)
     except (TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise ValueError(f"tool {t.name!r}: its parameters are not a JSON schema tracedagent can "
                          f"check ({type(exc).__name__}: {exc})") from exc
-
-
-def _accept(value: Any, where: str) -> str | None:
-    return None
-
-
-def _reject(value: Any, where: str) -> str | None:
-    return f"{where} is not allowed"
-
-
-def _compile(schema: Any) -> Validator:
-    """The subset of JSON Schema that ``tool`` generates (type, enum, items, properties,
-    required, additionalProperties, anyOf), resolved once per tool so that dispatch does not
-    re-read the schema every call. ``true`` accepts anything and ``false`` nothing, as in JSON
-    Schema; keywords outside the subset are not checked."""
-    if schema is False:
-        return _reject
-    if not isinstance(schema, dict):
-        return _accept
-    if "anyOf" in schema:
-        options = [_compile(option) for option in schema["anyOf"]]
-
-        def any_of(value: Any, where: str) -> str | None:
-            if any(option(value, where) is None for option in options):
-                return None
-            return f"{where} does not match any allowed type"
-        return any_of
-
-    checks: list[Validator] = []
-    expected = schema.get("type")
-    object_keywords = "properties" in schema or "required" in schema or schema.get("additionalProperties") is False
-    # An object schema's own check tells a non-object apart: one check a call, not two.
-    typed_object = expected == "object" and object_keywords
-    if expected is not None and not typed_object:
-        kinds = [str(k) for k in (expected if isinstance(expected, list) else [expected])]
-        allowed = set(kinds) | ({"integer"} if "number" in kinds else set())  # an integer is a number
-        allowed_types = frozenset(t for t, kind in _JSON_TYPE_NAMES.items() if kind in allowed)
-        wanted = " or ".join(kinds)
-
-        def of_type(value: Any, where: str) -> str | None:
-            if type(value) in allowed_types:
-                return None
-            return f"{where} must be {wanted}, got {_json_type(value)}"
-        checks.append(of_type)
-    if "enum" in schema:
-        choices = schema["enum"]
-        if not isinstance(choices, (list, tuple)):
-            raise TypeError(f"'enum' must be a list of values, not {type(choices).__name__}")
-
-        def in_enum(value: Any, where: str) -> str | None:
-            return None if value in choices else f"{where} must be one of {choices}, got {value!r}"
-        checks.append(in_enum)
-    if "items" in schema:
-        item_check = _compile(schema["items"])
-
-        def items(value: Any, where: str) -> str | None:
-            if isinstance(value, (list, tuple)):
-                for i, item in enumerate(value):
-                    if (problem := item_check(item, f"{where}[{i}]")) is not None:
-                        return problem
-            return None
-        checks.append(items)
-    if object_keywords:
-        checks.append(_compile_object(schema, typed=typed_object))
-
-    if not checks:
-        return _accept
-    if len(checks) == 1:
-        return checks[0]
-
-    def every(value: Any, where: str) -> str | None:
-        for check in checks:
-            if (problem := check(value, where)) is not None:
-                return problem
-        return None
-    return every
-
-
-def _compile_object(schema: dict[str, Any], *, typed: bool) -> Validator:
-    """Properties, required and additionalProperties; with ``typed``, also ``type: object``."""
-    # Each property's check with the name its problems are reported under, built once.
-    properties: dict[str, tuple[Validator, str]] = {
-        key: (_compile(sub), repr(key)) for key, sub in (schema.get("properties") or {}).items()}
-    required = schema.get("required", [])
-    if not isinstance(required, (list, tuple)):
-        raise TypeError(f"'required' must be a list of names, not {type(required).__name__}")
-    closed = schema.get("additionalProperties") is False
-
-    def object_(value: Any, where: str) -> str | None:
-        if not isinstance(value, dict):
-            return f"{where} must be object, got {_json_type(value)}" if typed else None
-        for key in required:
-            if key not in value:
-                return f"{key!r} is required"
-        if closed and not properties.keys() >= value.keys():
-            extra = sorted(map(str, value.keys() - properties.keys()))
-            return f"unexpected argument{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))}"
-        for key, item in value.items():
-            known = properties.get(key)
-            if known is not None and (problem := known[0](item, known[1])) is not None:
-                return problem
-        return None
-    return object_
-
-
-# --- Schemas from signatures ----------------------------------------------------------
-
-def _parameters_schema(fn: Callable[..., Any], arg_docs: dict[str, str]) -> dict[str, Any]:
-    hints = typing.get_type_hints(fn)
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for param in inspect.signature(fn).parameters.values():
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        prop = _type_schema(hints.get(param.name, Any))
-        if param.name in arg_docs:
-            prop["description"] = arg_docs[param.name]
-        if param.default is inspect.Parameter.empty:
-            required.append(param.name)
-        elif param.default is None or isinstance(param.default, (str, int, float, bool)):
-            prop["default"] = param.default
-        properties[param.name] = prop
-    schema: dict[str, Any] = {"type": "object", "properties": properties,
-                              "additionalProperties": False}
-    if required:
-        schema["required"] = required
-    return schema
-
-
-_SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
-                            type(None): "null"}
-
-
-def _type_schema(hint: Any) -> dict[str, Any]:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint in _SCALARS:
-        return {"type": _SCALARS[hint]}
-    if origin is Literal:
-        return {"enum": list(args)}
-    if origin in (typing.Union, types.UnionType):
-        return {"anyOf": [_type_schema(a) for a in args]}
-    if hint in (list, tuple, set) or origin in (list, tuple, set, typing.Sequence):
-        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
-    if hint is dict or origin is dict:
-        return {"type": "object"}
-    return {}  # Any, or a type JSON schema cannot express: accept whatever the model sends
-
-
-_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """First paragraph as the summary, plus descriptions from a Google-style ``Args:``."""
-    summary = doc.split("\n\n", 1)[0].strip().replace("\n", " ")
-    arg_docs: dict[str, str] = {}
-    lines = doc.splitlines()
-    if "Args:" not in (line.strip() for line in lines):
-        return summary, arg_docs
-    start = [line.strip() for line in lines].index("Args:") + 1
-    current: str | None = None
-    for line in lines[start:]:
-        if not line.strip():
-            break
-        if not line.startswith((" ", "\t")):
-            break  # the next section
-        match = _ARG_LINE.match(line)
-        if match and len(line) - len(line.lstrip()) <= 4:
-            current = match.group(1).lstrip("*")
-            arg_docs[current] = match.group(2).strip()
-        elif current is not None:
-            arg_docs[current] = (arg_docs[current] + " " + line.strip()).strip()
-    return summary, arg_docs
