@@ -128,6 +128,9 @@ def test_every_alias_names_an_attribute_tracedagent_emits():
     rec = Recorder()
     for script, budget, _ in SCENARIOS.values():
         Agent(FakeModel(script()), TOOLS, budget=budget, **rec.providers).run("go")
+    worker = Agent(FakeModel(["done"]), name="worker", **rec.providers)  # a team, in a conversation
+    Agent(FakeModel([tool_call("worker", {"task": "x"}), "ok"]), [worker.as_tool(description="Works.")],
+          **rec.providers).run("go", conversation_id="c1")
     emitted = {key for span in rec.spans() for key in span.attributes}
     data = rec.metric_reader.get_metrics_data()
     emitted |= {key for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics

@@ -17,8 +17,9 @@ from opentelemetry import metrics, trace
 from ._budget import Budget, Stop
 from ._instrumented import InstrumentedModel, InstrumentedRegistry
 from ._records import Message, Model
-from ._run import Run, RunState, initial_messages
+from ._run import Run, RunState, current_run, initial_messages
 from ._spans import DeadlineExceeded, RunScope, failure_kind
+from ._team import agent_tool
 from ._telemetry import AgentTelemetry
 from ._tools import Registry, Tool
 
@@ -76,36 +77,71 @@ class Agent:
     def registry(self) -> Registry:
         return self._registry
 
-    def run(self, task: str, history: Sequence[Message] | None = None) -> Run:
+    def as_tool(self, name: str | None = None, *, description: str, budget: Budget | None = None,
+                fatal_is_fatal: bool = True) -> Tool:
+        """This agent as a tool another agent's model calls with ``{"task": "..."}``: a sub-agent
+        whose run is a child of the caller's ``execute_tool`` span, bounded by its own budget
+        (``budget``, else the agent's) and by what the calling run has left. See ``_team.py``."""
+        return agent_tool(self, name=name or self._name, description=description, budget=budget,
+                          fatal_is_fatal=fatal_is_fatal)
+
+    def run(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
+            conversation_id: str | None = None) -> Run:
         """Run the loop on ``task`` (after ``history``, if any) until it stops for a named reason.
 
+        ``budget`` replaces the agent's for this run; ``conversation_id`` is recorded as
+        ``gen_ai.conversation.id``. A run started inside another run's tool is its sub-run:
+        bounded by what that run has left, counted in its totals, inheriting its conversation.
         An async tool runs on a private event loop, which cannot be inside a running one:
         from async code, ``await agent.arun(...)``."""
         if self._registry.has_async_tools and _in_event_loop():
             raise RuntimeError("Agent.run was called inside a running event loop and this agent has "
                                "async tools; use `await agent.arun(...)` instead")
-        traced = RunScope(self._telemetry, self.budget)
-        state = RunState(self.budget, initial_messages(self.system_prompt, history, task), trace_id=traced.trace_id)
+        traced, state, parent = self._start(task, history, budget, conversation_id)
+        token = current_run.set(state)
         try:
             run = self._loop(state, traced)
         except BaseException as exc:  # an interrupt, or a bug: no Run, but no span left open
             traced.fail(failure_kind(exc))
             raise
-        traced.end(run)
-        return run
+        finally:
+            current_run.reset(token)
+        return self._end(traced, run, parent)
 
-    async def arun(self, task: str, history: Sequence[Message] | None = None) -> Run:
+    async def arun(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
+                   conversation_id: str | None = None) -> Run:
         """``run`` for async code: the same decisions, stops, spans and metrics. The time
         budget is a deadline that cancels a call still running; cancelling the task running
         ``arun`` ends every span it opened and propagates ``CancelledError``."""
-        traced = RunScope(self._telemetry, self.budget)
-        state = RunState(self.budget, initial_messages(self.system_prompt, history, task), trace_id=traced.trace_id)
+        traced, state, parent = self._start(task, history, budget, conversation_id)
+        token = current_run.set(state)
         try:
             run = await self._aloop(state, traced)
         except BaseException as exc:  # cancelled, interrupted, or a bug
             traced.fail(failure_kind(exc))
             raise
+        finally:
+            current_run.reset(token)
+        return self._end(traced, run, parent)
+
+    def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
+               conversation_id: str | None) -> tuple[RunScope, RunState, RunState | None]:
+        """The run span and the run's state; under a parent run, the parent's limits and conversation."""
+        parent = current_run.get()
+        budget = budget or self.budget
+        if parent is not None:
+            budget = parent.child_budget(budget)
+            conversation_id = conversation_id or parent.conversation_id
+        traced = RunScope(self._telemetry, budget, conversation_id)
+        state = RunState(budget, initial_messages(self.system_prompt, history, task), trace_id=traced.trace_id,
+                         conversation_id=conversation_id)
+        return traced, state, parent
+
+    @staticmethod
+    def _end(traced: RunScope, run: Run, parent: RunState | None) -> Run:
         traced.end(run)
+        if parent is not None:
+            parent.absorb(run)
         return run
 
     def _loop(self, state: RunState, traced: RunScope) -> Run:

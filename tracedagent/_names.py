@@ -40,6 +40,8 @@ GEN_AI_USAGE_OUTPUT_TOKENS = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
 GEN_AI_TOKEN_TYPE = _gen_ai.GEN_AI_TOKEN_TYPE
+GEN_AI_CONVERSATION_ID = _gen_ai.GEN_AI_CONVERSATION_ID
+"""On every ``invoke_agent`` span of a conversation's runs; never a metric label (unbounded)."""
 GEN_AI_TOOL_NAME = _gen_ai.GEN_AI_TOOL_NAME
 GEN_AI_TOOL_CALL_ID = _gen_ai.GEN_AI_TOOL_CALL_ID
 GEN_AI_TOOL_TYPE = _gen_ai.GEN_AI_TOOL_TYPE
@@ -60,6 +62,14 @@ TOKEN_TYPE_OUTPUT = "output"
 STOP_REASON = "tracedagent.stop_reason"
 STEPS = "tracedagent.steps"
 COST_USD = "tracedagent.cost_usd"
+"""This agent's own model spend (absent when the budget has no prices: unknown, not free)."""
+TOTAL_COST_USD = "tracedagent.total_cost_usd"
+"""``COST_USD`` plus every sub-agent's, on an ``invoke_agent`` span."""
+USAGE_TOTAL_INPUT_TOKENS = "tracedagent.usage.total_input_tokens"
+"""Input tokens of the agent's own calls and its sub-agents'; ``gen_ai.usage.input_tokens`` is its own."""
+USAGE_TOTAL_OUTPUT_TOKENS = "tracedagent.usage.total_output_tokens"
+SUB_AGENT_STOP_REASON = "tracedagent.sub_agent.stop_reason"
+"""On the ``execute_tool`` span of a sub-agent call: why the sub-agent's run ended."""
 TOOLS_REQUESTED = "tracedagent.tools.requested"
 TOOLS_EXECUTED = "tracedagent.tools.executed"
 TOOLS_BLOCKED = "tracedagent.tools.blocked"

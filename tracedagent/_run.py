@@ -8,7 +8,10 @@ driver (an async one) shares every decision instead of copying it.
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -17,7 +20,7 @@ from ._budget import Budget, Stop
 from ._names import MAX_NAME_LENGTH
 from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, error_type
 
-__all__ = ["Step", "Run", "RunState", "initial_messages", "canonical_arguments"]
+__all__ = ["Step", "Run", "RunState", "initial_messages", "canonical_arguments", "current_run"]
 
 
 @dataclass(kw_only=True)
@@ -90,6 +93,11 @@ class Run:
     error: BaseException | None = None
     """The exception behind ``Stop.MODEL_ERROR``, kept for the caller (telemetry records
     only its type)."""
+    sub_runs: list[Run] = field(default_factory=list)
+    """The runs of sub-agents started during this one (``Agent.as_tool``), in the order they
+    ended. Their tokens and cost are included in this run's totals."""
+    conversation_id: str | None = None
+    """``gen_ai.conversation.id`` of the run, given to ``run`` or inherited from a parent run."""
 
     def __post_init__(self) -> None:
         if self.step_count < 0:
@@ -102,6 +110,19 @@ class Run:
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def own_input_tokens(self) -> int:
+        """Input tokens of this agent's own model calls, without its sub-agents'."""
+        return self.input_tokens - sum(run.input_tokens for run in self.sub_runs)
+
+    @property
+    def own_output_tokens(self) -> int:
+        return self.output_tokens - sum(run.output_tokens for run in self.sub_runs)
+
+    @property
+    def own_cost(self) -> float:
+        return self.cost - sum(run.cost for run in self.sub_runs)
 
     def requested_tools(self) -> list[str]:
         """Every tool the model asked for, denials included: the security signal."""
@@ -155,17 +176,26 @@ def canonical_arguments(arguments: Any) -> str:
             return f"<arguments at {id(arguments):#x}>"
 
 
+current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("tracedagent_run", default=None)
+"""The run whose loop is running in this context: a run started while it is set (by a tool,
+typically ``Agent.as_tool``) is its sub-run. Tasks and ``asyncio.to_thread`` carry it."""
+
+
 class RunState:
     """Everything one run accumulates, and the decisions made on it."""
 
-    def __init__(self, budget: Budget, messages: list[Message], *, trace_id: str | None = None) -> None:
+    def __init__(self, budget: Budget, messages: list[Message], *, trace_id: str | None = None,
+                 conversation_id: str | None = None) -> None:
         self.budget = budget
         self.messages = messages
         self.trace_id = trace_id
+        self.conversation_id = conversation_id
         self.deadline = None if budget.max_seconds is None else time.monotonic() + budget.max_seconds
         """``time.monotonic()`` at which the time budget runs out, if there is one."""
         self.steps: list[Step] = []
+        self.sub_runs: list[Run] = []
         self.tool_calls = 0
+        self._sub_runs_lock = threading.Lock()
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost = 0.0
@@ -179,8 +209,30 @@ class RunState:
         self.messages.append(completion.as_message())
         self.input_tokens += completion.usage.input_tokens
         self.output_tokens += completion.usage.output_tokens
-        self.cost = self.budget.cost_of(self.input_tokens, self.output_tokens)
+        self.cost += self.budget.cost_of(completion.usage.input_tokens, completion.usage.output_tokens)
         return step
+
+    def child_budget(self, budget: Budget) -> Budget:
+        """The budget of a sub-agent's run: its own ceilings, lowered to what this run has left
+        of its tokens, cost and time, so that a team cannot overspend the budget at its top."""
+        b, lowered = self.budget, {}
+        if b.max_tokens is not None:
+            left = max(0, b.max_tokens - self.input_tokens - self.output_tokens)
+            lowered["max_tokens"] = left if budget.max_tokens is None else min(budget.max_tokens, left)
+        if b.max_cost is not None:
+            left_usd = max(0.0, b.max_cost - self.cost)
+            lowered["max_cost"] = left_usd if budget.max_cost is None else min(budget.max_cost, left_usd)
+        if (left_s := self.seconds_left()) is not None:
+            lowered["max_seconds"] = left_s if budget.max_seconds is None else min(budget.max_seconds, left_s)
+        return dataclasses.replace(budget, **lowered) if lowered else budget
+
+    def absorb(self, sub_run: Run) -> None:
+        """Count a finished sub-agent's run in this run's totals (its tools may run in threads)."""
+        with self._sub_runs_lock:
+            self.sub_runs.append(sub_run)
+            self.input_tokens += sub_run.input_tokens
+            self.output_tokens += sub_run.output_tokens
+            self.cost += sub_run.cost
 
     def seconds_left(self) -> float | None:
         """What is left of the time budget (never negative), or ``None`` without one."""
@@ -246,7 +298,8 @@ class RunState:
         return Run(output=output, stop=stop, steps=self.steps, step_count=len(self.steps) + call_failed,
                    messages=self.messages,
                    input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost=self.cost,
-                   trace_id=self.trace_id, error=error)
+                   trace_id=self.trace_id, error=error, sub_runs=list(self.sub_runs),
+                   conversation_id=self.conversation_id)
 
     def _explain(self, stop: Stop, error: BaseException | None, detail: Any) -> str:
         b = self.budget

@@ -109,8 +109,11 @@ class RunScope(_Scope):
     __slots__ = ("_t", "_step", "_names", "_priced")
     doing = "ending a run span"
 
-    def __init__(self, telemetry: AgentTelemetry, budget: Budget) -> None:
-        super().__init__(telemetry, telemetry.run_span_name, SpanKind.INTERNAL, telemetry.run_start_attributes(budget))
+    def __init__(self, telemetry: AgentTelemetry, budget: Budget, conversation_id: str | None = None) -> None:
+        attributes = telemetry.run_start_attributes(budget)
+        if conversation_id is not None:
+            attributes[N.GEN_AI_CONVERSATION_ID] = bounded(conversation_id)
+        super().__init__(telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
         self._t = telemetry
         self._step: StepScope | None = None
         self._names = _ToolNames([], [], [], [])
@@ -152,10 +155,14 @@ class RunScope(_Scope):
             self._end_step(last, run.stop)  # ``None``: the model call of that step failed
         with guard(self.doing):
             if self.span.is_recording():
+                # gen_ai.usage.* are this agent's own model calls; the totals add its sub-agents',
+                # so that summing usage over a trace's spans counts every call once.
                 self.span.set_attributes({
                     N.STOP_REASON: run.stop.value, N.STEPS: run.step_count,
-                    N.GEN_AI_USAGE_INPUT_TOKENS: run.input_tokens, N.GEN_AI_USAGE_OUTPUT_TOKENS: run.output_tokens,
-                    **({N.COST_USD: run.cost} if self._priced else {}),
+                    N.GEN_AI_USAGE_INPUT_TOKENS: run.own_input_tokens,
+                    N.GEN_AI_USAGE_OUTPUT_TOKENS: run.own_output_tokens,
+                    N.USAGE_TOTAL_INPUT_TOKENS: run.input_tokens, N.USAGE_TOTAL_OUTPUT_TOKENS: run.output_tokens,
+                    **({N.COST_USD: run.own_cost, N.TOTAL_COST_USD: run.cost} if self._priced else {}),
                     **self._names.attributes()})
                 if not run.ok:  # every stopped run has its stop event in one place, whatever the reason
                     self.span.add_event(N.STOP_EVENT, {N.STOP_REASON: run.stop.value, N.STEP_INDEX: run.step_count - 1})
@@ -189,8 +196,8 @@ class RunScope(_Scope):
             labels = {N.GEN_AI_AGENT_NAME: t.agent_name, N.STOP_REASON: run.stop.value}
             t.run_counter.add(1, labels)
             t.steps_histogram.record(run.step_count, labels)
-            if self._priced:
-                t.cost_counter.add(run.cost, t.cost_labels)
+            if self._priced:  # its own spend: each sub-agent's run counts its own
+                t.cost_counter.add(run.own_cost, t.cost_labels)
 
 
 class StepScope(_Scope):

@@ -27,6 +27,8 @@ ATTRIBUTE_ALIASES: Mapping[str, str] = {
     "stop_reason": N.STOP_REASON,
     "steps": N.STEPS,
     "agent_name": N.GEN_AI_AGENT_NAME,
+    "conversation_id": N.GEN_AI_CONVERSATION_ID,
+    "sub_agent_stop_reason": N.SUB_AGENT_STOP_REASON,
     "operation_name": N.GEN_AI_OPERATION_NAME,
     "provider_name": N.GEN_AI_PROVIDER_NAME,
     "request_model": N.GEN_AI_REQUEST_MODEL,

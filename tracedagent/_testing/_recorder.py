@@ -117,9 +117,13 @@ class Recorder:
                 and attributes_match(span.attributes, attributes)]
 
     def only_run(self, **attributes: Any) -> RunView:
-        """The single run recorded (matching ``attributes``); fails unless there is exactly one."""
+        """The single run recorded (matching ``attributes``); fails unless there is exactly one.
+        A team counts as one run: its sub-agents' runs are in ``RunView.sub_runs``."""
         __tracebackhide__ = True
         runs = self.runs(**attributes)
+        if len(runs) > 1:
+            nested = {sub.span.context.span_id for run in runs for sub in run.sub_runs}
+            runs = [run for run in runs if run.span.context.span_id not in nested]
         if len(runs) != 1:
             found = "\n".join(f"  {run!r}" for run in self.runs()) or "  (no run spans)"
             hint = ("" if self.capturing_global else

@@ -119,7 +119,42 @@ class RunView:
 
     @property
     def cost(self) -> float | None:
+        """This agent's own spend; ``None`` when the budget had no prices (unknown, not free)."""
         return self._attr(N.COST_USD)
+
+    @property
+    def total_input_tokens(self) -> int | None:
+        """Input tokens with every sub-agent's; ``input_tokens`` is this agent's own calls only."""
+        return self._attr(N.USAGE_TOTAL_INPUT_TOKENS)
+
+    @property
+    def total_output_tokens(self) -> int | None:
+        return self._attr(N.USAGE_TOTAL_OUTPUT_TOKENS)
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self._attr(N.GEN_AI_CONVERSATION_ID)
+
+    @property
+    def sub_runs(self) -> list[RunView]:
+        """The runs of the sub-agents this run called (each a ``RunView``), in start order;
+        their sub-runs are theirs, not this run's."""
+        found: list[RunView] = []
+
+        def walk(span: ReadableSpan) -> None:
+            for child in self.children(span):
+                if is_run_span(child):
+                    found.append(RunView(child, [child, *self._below(child)]))
+                else:
+                    walk(child)
+
+        walk(self.span)
+        return found
+
+    @property
+    def not_dispatched_tools(self) -> list[str]:
+        """Tools requested but never dispatched because the run stopped first."""
+        return list(self._attr(N.TOOLS_NOT_DISPATCHED, ()))
 
     @property
     def requested_tools(self) -> list[str]:

@@ -1,0 +1,48 @@
+"""Sub-agents: an ``Agent`` as a ``Tool`` that another agent's model calls.
+
+The sub-agent's run happens inside its caller's ``execute_tool`` span, so a team is one
+trace; ``current_run`` (set by the calling run) bounds it by what the caller has left and
+counts its usage in the caller's totals. How its stop reaches the caller:
+
+* it answered: the call's outcome is ``ok`` and the result is the answer;
+* it stopped on a budget, a loop, no progress or a model error: outcome ``error``, and the
+  model is told which stop reason, so it can route around it;
+* it hit a fatal tool error: the caller's call is ``fatal`` too, so the whole team stops
+  (``fatal_is_fatal=False`` makes it an ``error`` the caller's model sees instead).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from opentelemetry import trace
+
+from . import _names as N
+from ._budget import Budget, Stop
+from ._telemetry import guard
+from ._tools import FatalToolError, Tool, ToolError
+
+if TYPE_CHECKING:
+    from ._loop import Agent
+
+__all__ = ["agent_tool"]
+
+TASK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["task"],
+               "properties": {"task": {"type": "string", "description": "What the sub-agent should do."}}}
+
+
+def agent_tool(agent: Agent, *, name: str, description: str, budget: Budget | None,
+               fatal_is_fatal: bool = True) -> Tool:
+    """See ``Agent.as_tool``."""
+
+    async def delegate(task: str) -> str:
+        run = await agent.arun(task, budget=budget)
+        with guard("marking the sub-agent's stop"):  # the current span is the caller's execute_tool span
+            trace.get_current_span().set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)
+        if run.ok:
+            return run.output
+        if run.stop is Stop.TOOL_FATAL and fatal_is_fatal:
+            raise FatalToolError(f"sub-agent {name} stopped: {run.stop.value}")
+        raise ToolError(f"sub-agent {name} stopped ({run.stop.value}): {run.output}")
+
+    return Tool(name=name, description=description, parameters=TASK_SCHEMA, fn=delegate)
