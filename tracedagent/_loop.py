@@ -39,10 +39,12 @@ class Agent:
                  max_output_tokens: int | None = None, temperature: float | None = None,
                  tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
-                 capture_content: bool | None = None, parallel_tool_calls: bool = True,
-                 max_tool_concurrency: int | None = None) -> None:
+                 capture_content: bool | None = None, redact: Callable[[str], str] | None = None,
+                 parallel_tool_calls: bool = True, max_tool_concurrency: int | None = None) -> None:
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+        ``redact`` is applied to every captured string before it reaches a span (default: a
+        ``Redactor`` that blanks credential shapes; pass ``Redactor().extend(...)`` to add yours).
         ``tracer_provider`` / ``meter_provider`` default to the global ones.
         ``parallel_tool_calls``: ``arun`` dispatches a turn's calls concurrently, at most
         ``max_tool_concurrency`` at once (``None``: all); ``run`` is always sequential."""
@@ -59,7 +61,7 @@ class Agent:
         self.max_tool_concurrency = max_tool_concurrency
         self._telemetry = AgentTelemetry(agent_name=name, model=model,
                                          tracer_provider=tracer_provider, meter_provider=meter_provider,
-                                         capture_content=capture_content)
+                                         capture_content=capture_content, redact=redact)
         self._model = InstrumentedModel(model, self._telemetry)
         self._tools = InstrumentedRegistry(self._registry, self._telemetry)
 
@@ -132,9 +134,9 @@ class Agent:
         if parent is not None:
             budget = parent.child_budget(budget)
             conversation_id = conversation_id or parent.conversation_id
-        traced = RunScope(self._telemetry, budget, conversation_id)
-        state = RunState(budget, initial_messages(self.system_prompt, history, task), trace_id=traced.trace_id,
-                         conversation_id=conversation_id)
+        messages = initial_messages(self.system_prompt, history, task)
+        traced = RunScope(self._telemetry, budget, messages, conversation_id)
+        state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id)
         return traced, state, parent
 
     @staticmethod

@@ -1,5 +1,6 @@
 """Blanking credentials out of text tracedagent shows: log records, the doctor's table,
-exceptions that carry a provider's error body.
+exceptions that carry a provider's error body (``redact``, for secrets it knows), and captured
+content on spans (``Redactor``, for secrets it can only recognise by their shape).
 
 A credential reaches such text when something echoes it back - an SDK exporter's error
 naming the URL, a proxy quoting the ``Authorization`` header in its error body - so the
@@ -8,9 +9,10 @@ only safe place to stop it is where the text is shown. Every caller uses the one
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
-__all__ = ["MIN_SECRET_LENGTH", "MASK", "redact"]
+__all__ = ["MIN_SECRET_LENGTH", "MASK", "redact", "Redactor", "DEFAULT_PATTERNS"]
 
 MASK = "***"
 """What a secret becomes."""
@@ -31,3 +33,42 @@ def redact(text: str, secrets: Iterable[str | None], *, min_length: int = MIN_SE
     for secret in found:
         text = text.replace(secret, MASK)
     return text
+
+
+_KEYISH = re.compile(r"(?i)(api[_-]?key|secret|passw(or)?d|token|authorization|credential)")
+DEFAULT_PATTERNS: tuple[str, ...] = (
+    r"\bsk-[A-Za-z0-9_\-]{16,}",                      # OpenAI, Anthropic (sk-ant-...) keys
+    r"\bAKIA[0-9A-Z]{16}\b",                          # AWS access key ids
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
+    r"\bxox[baprs]-[A-Za-z0-9-]{10,}",                # Slack tokens
+    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
+    r"(?<=[Bb]earer )[A-Za-z0-9._~+/=-]{8,}",          # the token of "Bearer <token>"
+    r"(?<=://)[^/\s:@\"']+:[^@\s/\"']+(?=@)",          # user:password in a URL
+    r"(?<=api_key=)[^&\s\"']+|(?<=apikey=)[^&\s\"']+|(?<=token=)[^&\s\"']+|(?<=password=)[^&\s\"']+",
+)
+"""Credential shapes the default ``Redactor`` blanks: provider API keys, cloud and chat
+tokens, JWTs, bearer tokens, passwords in URLs and in query strings."""
+
+
+class Redactor:
+    """Blanks credential-shaped text before captured content reaches a span.
+
+    Callable on a string. ``Redactor()`` knows ``DEFAULT_PATTERNS``; ``extend(*patterns)``
+    returns one that also blanks yours (regular expressions). A mapping's value whose key
+    names a secret (``api_key``, ``password``, ``token``...) is blanked whatever it looks like.
+    """
+
+    def __init__(self, patterns: Iterable[str] = DEFAULT_PATTERNS) -> None:
+        self.patterns = tuple(patterns)
+        self._pattern = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
+
+    def extend(self, *patterns: str) -> Redactor:
+        return Redactor((*self.patterns, *patterns))
+
+    def __call__(self, text: str) -> str:
+        return text if self._pattern is None else self._pattern.sub(MASK, text)
+
+    @staticmethod
+    def names_a_secret(key: str) -> bool:
+        """Whether a mapping key says its value is a credential."""
+        return bool(_KEYISH.search(key))

@@ -19,9 +19,10 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 
 from . import _names as N
 from ._budget import Budget, Stop
+from ._content import ContentCapture, truncate
 from ._records import Completion, Message, ToolCall, ToolResult, error_type
 from ._run import Run, Step
-from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes, truncate
+from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
 
 __all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "DeadlineExceeded", "failure_kind"]
 
@@ -39,6 +40,11 @@ def failure_kind(exc: BaseException) -> str:
     if isinstance(exc, DeadlineExceeded):
         return N.ERROR_TIMEOUT
     return error_type(exc)
+
+
+def _conversation_attributes(capture: ContentCapture, messages: list[Message]) -> dict[str, str]:
+    system, rest = capture.messages(messages)
+    return {N.GEN_AI_INPUT_MESSAGES: rest, **({N.GEN_AI_SYSTEM_INSTRUCTIONS: system} if system else {})}
 
 
 class _ToolNames(NamedTuple):
@@ -109,10 +115,16 @@ class RunScope(_Scope):
     __slots__ = ("_t", "_step", "_names", "_priced")
     doing = "ending a run span"
 
-    def __init__(self, telemetry: AgentTelemetry, budget: Budget, conversation_id: str | None = None) -> None:
+    def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
+                 conversation_id: str | None = None) -> None:
+        """``messages`` is what the run starts from (system prompt, history, task): recorded
+        only with content capture on, which is what replay starts from too."""
         attributes = telemetry.run_start_attributes(budget)
         if conversation_id is not None:
             attributes[N.GEN_AI_CONVERSATION_ID] = bounded(conversation_id)
+        if telemetry.capture is not None:
+            with guard("capturing the task"):
+                attributes.update(_conversation_attributes(telemetry.capture, messages))
         super().__init__(telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
         self._t = telemetry
         self._step: StepScope | None = None
@@ -247,10 +259,10 @@ class ChatScope(_Scope):
                 attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
         super().__init__(telemetry, telemetry.chat_span_name, SpanKind.CLIENT, attributes)
         self._t = telemetry
-        if telemetry.capture_content:
+        if telemetry.capture is not None:
             with guard("capturing input messages"):
                 if self.span.is_recording():
-                    self.span.set_attribute(N.GEN_AI_INPUT_MESSAGES, telemetry.content(messages))
+                    self.span.set_attributes(_conversation_attributes(telemetry.capture, messages))
         self._started = time.perf_counter()
 
     def end(self, completion: Completion) -> None:
@@ -297,8 +309,8 @@ class ChatScope(_Scope):
             attributes[N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_input_tokens
         if usage.cache_creation_input_tokens:
             attributes[N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
-        if self._t.capture_content:
-            attributes[N.GEN_AI_OUTPUT_MESSAGES] = self._t.content([completion.as_message()])
+        if self._t.capture is not None:
+            attributes[N.GEN_AI_OUTPUT_MESSAGES] = self._t.capture.output(completion)
         return attributes
 
 
@@ -312,17 +324,17 @@ class ToolScope(_Scope):
         span_name, attributes, self._labels = telemetry.tool_parts(call.name, known)
         super().__init__(telemetry, span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: bounded(call.id)})
         self._t = telemetry
-        if telemetry.capture_content:
+        if telemetry.capture is not None:
             with guard("capturing tool arguments"):
                 if self.span.is_recording():
-                    self.span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, telemetry.content(call.arguments))
+                    self.span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, telemetry.capture.arguments(call.arguments))
 
     def end(self, result: ToolResult) -> None:
         outcome = result.outcome.value
         try:
             self.span.set_attribute(N.TOOL_OUTCOME, outcome)
-            if self._t.capture_content and self.span.is_recording():
-                self.span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._t.content(result.content))
+            if self._t.capture is not None and self.span.is_recording():
+                self.span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._t.capture.text(result.content))
         except Exception as exc:
             report(self.doing, exc)
         if result.ok:

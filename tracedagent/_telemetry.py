@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Any, Callable
 
 from opentelemetry import metrics, trace
 
 from . import _names as N
 from ._budget import Budget
+from ._content import ContentCapture, truncate
 from ._records import Model
-from ._tools import to_text
 from ._version import __version__
 
-__all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "bounded", "bounded_list"]
+__all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "bounded", "bounded_list",
+           "tool_list_attributes"]
 
 _log = logging.getLogger("tracedagent")
 _reported: set[tuple[str, str]] = set()
@@ -72,19 +73,8 @@ def _content_limit_from_env() -> int:
         return N.DEFAULT_CONTENT_MAX_LENGTH
 
 
-def truncate(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - len(N.TRUNCATION_MARK)] + N.TRUNCATION_MARK
-
-
-_SURROGATES = dict.fromkeys(range(0xD800, 0xE000), "\ufffd")
-_SURROGATES_AND_CONTROLS = {**_SURROGATES, **dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], "\ufffd")}
-
-
-def encodable(text: str) -> str:
-    """``text`` as every exporter can encode it: lone surrogates, which UTF-8 cannot hold (the
-    OTLP encoder would drop the whole attribute, and the span would lose what it said), become
-    U+FFFD."""
-    return text.translate(_SURROGATES)
+_SURROGATES_AND_CONTROLS = {**dict.fromkeys(range(0xD800, 0xE000), "\ufffd"),
+                            **dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], "\ufffd")}
 
 
 def bounded(text: Any) -> str:
@@ -122,12 +112,13 @@ class AgentTelemetry:
     def __init__(self, *, agent_name: str, model: Model,
                  tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
-                 capture_content: bool | None = None) -> None:
+                 capture_content: bool | None = None, redact: Callable[[str], str] | None = None) -> None:
         self.agent_name = agent_name
         self.provider_name = str(getattr(model, "provider_name", None) or "unknown")
         self.model_name: str | None = getattr(model, "model_name", None)
-        self.capture_content = capture_content_from_env() if capture_content is None else capture_content
-        self.content_limit = _content_limit_from_env()
+        capture = capture_content_from_env() if capture_content is None else capture_content
+        self.capture: ContentCapture | None = ContentCapture(redact, _content_limit_from_env()) if capture else None
+        """Set only when the user opted in to content capture."""
 
         model_attributes = {N.GEN_AI_PROVIDER_NAME: self.provider_name,
                             **({N.GEN_AI_REQUEST_MODEL: self.model_name} if self.model_name else {})}
@@ -193,13 +184,3 @@ class AgentTelemetry:
             if known:
                 self._tool_parts[name] = parts
         return parts
-
-    def content(self, value: Any) -> str:
-        """Captured content (only ever called when ``capture_content`` is on): bounded and
-        encodable, and never an exception - content too deep to serialise becomes a marker
-        rather than costing its span the other attributes."""
-        try:
-            text = to_text(value)
-        except RecursionError:
-            text = N.TOO_DEEP_MARK
-        return encodable(truncate(text, self.content_limit))
