@@ -9,11 +9,12 @@ from ._configure import Telemetry, configure
 from ._loop import Agent
 from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, Usage
 from ._run import Run, Step
+from ._secrets import Redactor
 from ._tools import FatalToolError, Policy, Registry, Tool, ToolError, tool
 from ._version import __version__
 
 __all__ = [
     "Agent", "Budget", "Completion", "FatalToolError", "Message", "Model", "Policy", "Registry",
-    "Run", "Step", "Stop", "Telemetry", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
+    "Redactor", "Run", "Step", "Stop", "Telemetry", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
     "__version__", "configure", "tool",
 ]

@@ -1,0 +1,248 @@
+"""A hostile model cannot hide from the trace, crash the loop or exhaust the process.
+
+The model's output is the least trusted input: an injection chooses tool names, arguments
+and call counts. Spans here go through the real OTLP protobuf encoder, which drops any
+attribute it cannot encode, so what is asserted is what a collector would receive.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from sample_tools import no_refunds, refund, search_help
+from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, Usage, tool
+from tracedagent.testing import FakeModel, Recorder, tool_call
+
+LISTS = ("tracedagent.tools.requested", "tracedagent.tools.executed", "tracedagent.tools.blocked",
+         "tracedagent.tools.not_dispatched")
+
+
+def encoded_spans(rec: Recorder) -> list[dict[str, Any]]:
+    """Every recorded span as the OTLP protobuf encoder ships it: name and attributes."""
+    wire = ExportTraceServiceRequest.FromString(encode_spans(rec.spans()).SerializeToString())
+    out = []
+    for resource in wire.resource_spans:
+        for scope in resource.scope_spans:
+            for span in scope.spans:
+                attributes = {}
+                for kv in span.attributes:
+                    v = kv.value
+                    kind = v.WhichOneof("value")
+                    attributes[kv.key] = ([x.string_value for x in v.array_value.values]
+                                          if kind == "array_value" else getattr(v, kind))
+                out.append({"name": span.name, "attributes": attributes})
+    return out
+
+
+class Scripted:
+    """A custom model returning whatever it was given, unchecked: what a buggy adapter or
+    a compatible server could hand the loop."""
+
+    provider_name = "hostile"
+
+    def __init__(self, turns: list[Any]) -> None:
+        self.turns = list(turns)
+
+    def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        return self.turns.pop(0) if self.turns else Completion(text="done")
+
+
+def every_call_has_one_fate(spans: list[dict[str, Any]]) -> None:
+    for span in spans:
+        a = span["attributes"]
+        if span["name"] == "step" and "tracedagent.tools.requested" in a:
+            fates = Counter(a["tracedagent.tools.executed"]) + Counter(a["tracedagent.tools.blocked"]) \
+                + Counter(a["tracedagent.tools.not_dispatched"])
+            assert fates == Counter(a["tracedagent.tools.requested"]), a
+        if span["name"].startswith("invoke_agent"):
+            for key in LISTS:
+                assert key in a, f"{key} lost in encoding: {sorted(a)}"
+
+
+HOSTILE_TEXT = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(["bad\ud800name", "\udfff", "[/]", "[bold red]x[/]", "\x1b[2J", "\x00\x07\x7f\x9b", "a\nb"]),
+    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), min_size=1, max_size=4),
+    st.builds(lambda n: "x" * n, st.integers(200, 20_000)),
+)
+
+
+def deep(n: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(n):
+        value = {"k": value}
+    return value
+
+
+HOSTILE_ARGUMENTS = st.one_of(
+    st.dictionaries(HOSTILE_TEXT, HOSTILE_TEXT, max_size=3),
+    st.builds(deep, st.integers(1, 3000)),
+    st.builds(lambda n: "[" * n + "]" * n, st.integers(1, 6000)),  # a JSON string nested deep
+    HOSTILE_TEXT,
+)
+HOSTILE_CALL = st.builds(ToolCall, id=HOSTILE_TEXT, name=st.one_of(HOSTILE_TEXT, st.just("search_help"),
+                                                                   st.just("refund")), arguments=HOSTILE_ARGUMENTS)
+BAD_VALUE = st.one_of(st.none(), st.text(max_size=5), st.booleans(), st.integers(-5, -1), st.floats(), st.just([1]))
+HOSTILE_USAGE = st.one_of(
+    st.builds(Usage, input_tokens=st.integers(0, 10**9), output_tokens=st.integers(0, 10**9)),
+    st.builds(Usage, input_tokens=BAD_VALUE, output_tokens=BAD_VALUE),
+    BAD_VALUE,
+)
+HOSTILE_COMPLETION = st.builds(
+    Completion,
+    text=st.one_of(HOSTILE_TEXT, BAD_VALUE),
+    tool_calls=st.one_of(st.lists(HOSTILE_CALL, max_size=4), BAD_VALUE,
+                         st.lists(st.one_of(HOSTILE_CALL, BAD_VALUE), max_size=3)),
+    usage=HOSTILE_USAGE,
+    model=st.one_of(st.none(), HOSTILE_TEXT, BAD_VALUE),
+    finish_reason=st.one_of(st.none(), HOSTILE_TEXT),
+    response_id=st.one_of(st.none(), HOSTILE_TEXT, BAD_VALUE),
+)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(turns=st.lists(HOSTILE_COMPLETION, min_size=1, max_size=3), capture=st.booleans())
+def test_whatever_the_model_returns_the_run_returns_and_the_encoded_trace_accounts_for_every_call(turns, capture):
+    rec = Recorder()
+    agent = Agent(Scripted(turns), Registry([search_help, refund], policy=no_refunds), capture_content=capture,
+                  budget=Budget(max_steps=4), **rec.providers)
+    run = agent.run("go")
+
+    assert isinstance(run.stop, Stop) and run.stop is not Stop.CANCELLED
+    spans = encoded_spans(rec)
+    every_call_has_one_fate(spans)
+    [run_span] = [s for s in spans if s["name"].startswith("invoke_agent")]
+    assert run_span["attributes"]["tracedagent.stop_reason"] == run.stop.value
+    chats = [s["attributes"] for s in spans if s["name"].startswith("chat")]
+    answered = [c for c in chats if "gen_ai.usage.input_tokens" in c]
+    assert run_span["attributes"]["gen_ai.usage.input_tokens"] == sum(c["gen_ai.usage.input_tokens"] for c in answered)
+    for span in spans:
+        for value in span["attributes"].values():
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str):
+                    assert len(text) <= 4096 + 64
+
+
+def test_a_surrogate_in_one_name_does_not_erase_the_denied_refund():
+    rec = Recorder()
+    turn = Completion(tool_calls=[ToolCall("1", "refund", {"order_id": "1", "amount": 5}),
+                                  ToolCall("2", "bad\ud800name", {})])
+    Agent(Scripted([turn]), Registry([search_help, refund], policy=no_refunds), **rec.providers).run("go")
+    spans = encoded_spans(rec)
+    [run_span] = [s["attributes"] for s in spans if s["name"].startswith("invoke_agent")]
+    assert run_span["tracedagent.tools.blocked"] == ["refund", "bad\ufffdname"]
+    assert run_span["tracedagent.tools.requested"] == ["refund", "bad\ufffdname"]
+
+
+def test_a_list_cut_at_its_bound_says_how_long_it_was():
+    rec = Recorder()
+    calls = [ToolCall(str(i), f"t{i}", {}) for i in range(300)]
+    Agent(Scripted([Completion(tool_calls=calls)]), [search_help], budget=Budget(max_tool_calls_per_step=None),
+          **rec.providers).run("go")
+    [view] = rec.runs()
+    attributes = view.span.attributes
+    assert len(attributes["tracedagent.tools.requested"]) == 256
+    assert attributes["tracedagent.tools.requested_count"] == 300
+    assert attributes["tracedagent.tools.blocked_count"] == 300
+    assert "tracedagent.tools.executed_count" not in attributes  # only lists that were cut
+
+
+def test_content_too_deep_to_serialise_costs_the_chat_span_nothing():
+    rec = Recorder()
+    turns = [Completion(tool_calls=[ToolCall("1", "search_help", deep(5000))], usage=Usage(10, 0)),
+             Completion(text="done", usage=Usage(10, 0))]
+    run = Agent(Scripted(turns), [search_help], capture_content=True, **rec.providers).run("go")
+    spans = encoded_spans(rec)
+    chats = [s["attributes"] for s in spans if s["name"].startswith("chat")]
+    assert [c["gen_ai.usage.input_tokens"] for c in chats] == [10, 10]
+    assert run.input_tokens == 20 == sum(c["gen_ai.usage.input_tokens"] for c in chats)
+    assert "content nested too deeply" in chats[0]["gen_ai.output.messages"]
+
+
+def test_twenty_thousand_calls_in_one_turn_stop_the_run_before_any_is_dispatched():
+    rec = Recorder()
+    calls = [ToolCall(str(i), "search_help", {"q": str(i)}) for i in range(20_000)]
+    run = Agent(Scripted([Completion(tool_calls=calls)]), [search_help], **rec.providers).run("go")
+    assert run.stop is Stop.TOOL_CALL_BUDGET and run.trajectory() == []
+    assert len(rec.spans()) == 3  # run, step, chat: no execute_tool span
+    assert "20000 tool calls in one turn" in run.output
+    assert run.steps[0].not_dispatched_names == ["search_help"] * 20_000
+    [view] = rec.runs()
+    assert view.span.attributes["tracedagent.tools.not_dispatched_count"] == 20_000
+
+
+def test_the_run_wide_tool_call_ceiling():
+    many = [tool_call("search_help", {"q": str(i)}) for i in range(10)]
+    run = Agent(FakeModel(many), [search_help], budget=Budget(max_tool_calls=3)).run("go")
+    assert run.stop is Stop.TOOL_CALL_BUDGET and run.trajectory() == ["search_help"] * 3
+
+
+def test_an_unknown_tool_reply_does_not_list_five_thousand_tools():
+    def fn() -> str:
+        """A tool."""
+        return "x"
+
+    registry = Registry([tool(name=f"tool_{i}")(fn) for i in range(5000)])
+    result = registry.dispatch(ToolCall("1", "nope" * 100, {}))
+    assert result.outcome.value == "unknown_tool"
+    assert len(result.content) < 1000 and "and 4968 more" in result.content
+
+
+@pytest.mark.parametrize("where", ["task", "argument", "result"])
+def test_a_key_never_reaches_a_span_even_with_capture_on(where):
+    key = "sk-live-" + "A1b2C3d4E5f6G7h8I9j0"
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch a URL."""
+        return f"fetched with {key}" if where == "result" else "fetched"
+
+    rec = Recorder()
+    argument = {"url": f"https://api.example.com/?api_key={key}"} if where == "argument" else {"url": "x"}
+    task = f"use {key} please" if where == "task" else "go"
+    Agent(FakeModel([tool_call("fetch", argument), "done"]), [fetch], capture_content=True,
+          **rec.providers).run(task)
+    wire = encode_spans(rec.spans()).SerializeToString()
+    assert key.encode() not in wire
+    assert b"***" in wire  # it was there, and was blanked
+
+
+def test_users_can_extend_the_redactor():
+    from tracedagent import Redactor
+
+    rec = Recorder()
+    Agent(FakeModel(["the code is ZX-12345"]), capture_content=True, redact=Redactor().extend(r"ZX-\d+"),
+          **rec.providers).run("what is the code?")
+    assert b"ZX-12345" not in encode_spans(rec.spans()).SerializeToString()
+
+
+def test_captured_content_uses_the_genai_shapes():
+    rec = Recorder()
+    turns = [Completion(tool_calls=[ToolCall("c1", "search_help", '{"q": broken')], finish_reason="tool_calls"),
+             "done"]
+    Agent(FakeModel(turns), [search_help], system_prompt="be brief", capture_content=True,
+          **rec.providers).run("find", history=[{"role": "user", "content": "earlier"}])
+    [view] = rec.runs()
+    run_attributes = view.span.attributes
+    assert json.loads(run_attributes["gen_ai.system_instructions"]) == [{"type": "text", "content": "be brief"}]
+    assert json.loads(run_attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "earlier"}]},
+        {"role": "user", "parts": [{"type": "text", "content": "find"}]}]
+    first, second = view.chat_spans
+    assert json.loads(first.attributes["gen_ai.output.messages"]) == [
+        {"role": "assistant", "finish_reason": "tool_calls",
+         "parts": [{"type": "tool_call", "id": "c1", "name": "search_help", "arguments": '{"q": broken'}]}]
+    sent = json.loads(second.attributes["gen_ai.input.messages"])
+    assert sent[-1] == {"role": "tool", "name": "search_help", "parts": [
+        {"type": "tool_call_response", "id": "c1", "response": sent[-1]["parts"][0]["response"]}]}
+    assert "invalid arguments" in sent[-1]["parts"][0]["response"]
+    [tool_span] = view.tool_spans
+    assert json.loads(tool_span.attributes["gen_ai.tool.call.arguments"]) == '{"q": broken'
