@@ -4,15 +4,17 @@ with the partial run kept, and the API key goes nowhere.
 
 Each case runs once per ``Provider``: the adapter through its real SDK against a local fake
 of the provider's server (``_fake_servers.py``, speaking ``_openai_wire.py`` or
-``_anthropic_wire.py``). How each provider's requests and replies
+``_anthropic_wire.py``), and once more through the async driver (``Agent.arun``, the
+adapter's ``acomplete`` and the SDK's async client). How each provider's requests and replies
 look on the wire (Anthropic's thinking blocks and cache tokens, OpenAI's calls without ids)
 is tested in ``test_models_openai.py`` and ``test_models_anthropic.py``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, Callable
 
@@ -23,9 +25,9 @@ from opentelemetry.trace import StatusCode
 
 import _anthropic_wire
 import _openai_wire
-from _fake_servers import FAST_RETRY, Reply, json_reply, serve
+from _fake_servers import FAST_RETRY, FakeServer, Reply, json_reply, serve
 from sample_tools import add, shout
-from tracedagent import Agent, Completion, Model, Run, Stop
+from tracedagent import Agent, Budget, Completion, Model, Run, Stop
 from tracedagent import _names as N
 from tracedagent.models import MalformedResponseError
 from tracedagent.testing import Recorder
@@ -39,12 +41,21 @@ def complete_sync(model: Model, messages: list[dict[str, Any]], **options: Any) 
     return model.complete(messages, **options)
 
 
+def run_async(agent: Agent, task: str) -> Run:
+    return asyncio.run(agent.arun(task))
+
+
+def complete_async(model: Model, messages: list[dict[str, Any]], **options: Any) -> Completion:
+    return asyncio.run(model.acomplete(messages, **options))  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True, kw_only=True)
 class Provider:
     """One adapter as the contract meets it: how to build it against a ``FakeServer``, how
     that server answers, and how a test calls it. Every case calls the adapter through
     ``run`` and ``complete``, so an async driver is one more entry in ``PROVIDERS``: a
-    ``dataclasses.replace`` of a provider with its own ``id``, ``run``, ``complete`` and ``build``."""
+    ``dataclasses.replace`` of a provider with its own ``id``, ``run``, ``complete`` and
+    ``client_header``."""
 
     id: str
     """The test id."""
@@ -82,6 +93,12 @@ class Provider:
     """How a test runs an agent."""
     complete: Callable[..., Completion] = complete_sync
     """``complete(model, messages, **options)``: how a test calls the model itself."""
+    client_header: str = "false"
+    """The ``x-stainless-async`` header both SDKs send: which of their clients made a request."""
+
+    def sent_every_request_through_its_client(self, server: FakeServer) -> bool:
+        return bool(server.requests) and all(r.headers.get("x-stainless-async") == self.client_header
+                                             for r in server.requests)
 
 
 OPENAI = Provider(
@@ -105,7 +122,8 @@ ANTHROPIC = Provider(
                 "JSONDecodeError"),
                ("no-content", json_reply({"id": "msg", "type": "message"}), "MalformedResponseError")))
 
-PROVIDERS = [OPENAI, ANTHROPIC]
+PROVIDERS = [OPENAI, ANTHROPIC, *(replace(p, id=f"{p.id}-async", run=run_async, complete=complete_async,
+                                           client_header="async:asyncio") for p in (OPENAI, ANTHROPIC))]
 
 
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.id)
@@ -126,6 +144,7 @@ def test_a_text_answer_becomes_the_completion(provider):
     assert completion.model == provider.response_model
     assert completion.response_id == provider.response_ids[1]
     assert completion.finish_reason == provider.finish_reasons[1]
+    assert provider.sent_every_request_through_its_client(server)
 
 
 def test_agent_runs_several_tool_calls_then_answers_and_is_traced(provider):
@@ -139,6 +158,7 @@ def test_agent_runs_several_tool_calls_then_answers_and_is_traced(provider):
     assert run.ok and run.output == "2 + 3 = 5 and HI."
     assert [r.content for r in run.steps[0].tool_results] == ["5", "HI"]
     assert (run.input_tokens, run.output_tokens) == (30 + 60, 12 + 9)
+    assert provider.sent_every_request_through_its_client(server)
 
     [view] = rec.runs()
     assert view.stop_reason == "answered" and view.executed_tools == ["add", "shout"]
@@ -166,6 +186,7 @@ def test_rate_limit_is_retried_by_the_sdk(provider):
         run = provider.run(Agent(provider.build(server), **rec.providers), "Hi")
     assert run.ok and run.output == "after retry"
     assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0", "1"]
+    assert provider.sent_every_request_through_its_client(server)
     [span] = rec.runs()[0].chat_spans
     assert N.ERROR_TYPE not in span.attributes and span.status.status_code is not StatusCode.ERROR
 
@@ -177,6 +198,7 @@ def test_a_persistent_server_error_stops_the_run_and_keeps_the_partial_run(provi
     with serve(provider.calls(("call_a", "add", {"a": 1, "b": 1})), *failing) as server:
         run = provider.run(Agent(provider.build(server), [add], **rec.providers), "Add.")
     assert len(server.requests) == 1 + 3  # the SDK's default: 2 retries
+    assert provider.sent_every_request_through_its_client(server)
     assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, error)
     assert run.output == f"Stopped: the model call failed ({error.__name__})."
     assert len(run.steps) == 1 and run.steps[0].tool_results[0].content == "2"
@@ -196,6 +218,7 @@ def test_max_retries_is_configurable(provider, max_retries):
     with serve(*failing, provider.answer("unused")) as server:
         run = provider.run(Agent(provider.build(server, max_retries=max_retries), **rec.providers), "Hi")
     assert len(server.requests) == 1 + max_retries
+    assert provider.sent_every_request_through_its_client(server)
     assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, provider.sdk.InternalServerError)
     assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "InternalServerError"
 
@@ -206,6 +229,44 @@ def test_timeout_surfaces_as_the_sdk_exception(provider):
         run = provider.run(Agent(provider.build(server, timeout=0.2, max_retries=0), **rec.providers), "Hi")
     assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, provider.sdk.APITimeoutError)
     assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "APITimeoutError"
+
+
+@pytest.mark.parametrize("client_timeout, call_timeout", [(30.0, 0.2), (0.2, 30.0)],
+                         ids=["call-shorter", "client-shorter"])
+def test_a_call_timeout_bounds_the_request_and_never_lengthens_the_clients(provider, client_timeout,
+                                                                           call_timeout):
+    """The slow server's eventual reply is no completion, so only a timeout explains an APITimeoutError."""
+    with serve(Reply(delay=1.0, body=b"{}")) as server:
+        model = provider.build(server, timeout=client_timeout, max_retries=0)
+        with pytest.raises(provider.sdk.APITimeoutError):
+            provider.complete(model, [{"role": "user", "content": "Hi"}], timeout=call_timeout)
+    assert len(server.requests) == 1
+
+
+def test_the_time_budget_left_bounds_the_model_call(provider):
+    """The adapter gets the budget's time left as its request timeout (``arun`` also cancels the
+    call at the deadline, whichever comes first); the run never waits for the slow reply."""
+    rec = Recorder()
+    with serve(Reply(delay=2.0, body=b"{}")) as server:
+        agent = Agent(provider.build(server, max_retries=0), budget=Budget(max_seconds=0.3), **rec.providers)
+        run = provider.run(agent, "Hi")
+    assert run.stop is Stop.TIME_BUDGET and len(server.requests) == 1
+    [span] = rec.runs()[0].chat_spans
+    if run.error is None:  # arun's deadline came first
+        assert span.attributes[N.ERROR_TYPE] == "timeout"
+    else:
+        assert isinstance(run.error, provider.sdk.APITimeoutError)
+        assert span.attributes[N.ERROR_TYPE] == "APITimeoutError"
+
+
+def test_one_adapter_serves_call_after_call(provider):
+    """Async: each call below is its own ``asyncio.run``, and an async client's pooled connection
+    cannot outlive its event loop, so the adapter must not hand the next loop the last one's."""
+    with serve(*(provider.answer(f"answer {i}") for i in range(3))) as server:
+        model = provider.build(server)
+        texts = [provider.complete(model, [{"role": "user", "content": "Hi"}]).text for _ in range(3)]
+    assert texts == ["answer 0", "answer 1", "answer 2"]
+    assert provider.sent_every_request_through_its_client(server)
 
 
 @pytest.mark.parametrize("provider, reply, error_type", [
@@ -236,9 +297,35 @@ def test_api_key_never_reaches_spans_output_or_logs(provider, caplog):
     assert provider.key in (sent.get("x-api-key"), sent.get("authorization", "").removeprefix("Bearer "))
     assert failed.stop is Stop.MODEL_ERROR and isinstance(failed.error, provider.sdk.AuthenticationError)
     assert rec.runs()[0].chat_spans[0].attributes[N.ERROR_TYPE] == "AuthenticationError"
-    assert succeeded.ok
+    assert succeeded.ok and provider.sent_every_request_through_its_client(server)
     exported = "".join(span.to_json() for span in rec.spans())
     assert "AuthenticationError" in exported and "Hi again" in exported  # content capture was on
     for text in (exported, failed.output, succeeded.output, caplog.text, str(failed.error),
                  repr(failed.error.body), repr(model)):
         assert provider.key not in text
+
+
+@pytest.mark.parametrize("provider", [p for p in PROVIDERS if p.run is run_async], ids=lambda p: p.id,
+                         indirect=True)
+def test_a_run_cancelled_in_the_model_call_ends_its_spans_and_the_adapter_still_serves(provider):
+    """The client went away while the SDK awaited the server: ``CancelledError`` propagates, the
+    chat span ends ``cancelled``, and the next run on the same loop and adapter is unharmed."""
+    rec = Recorder()
+    with serve(Reply(delay=1.0, body=b"{}"), provider.answer("after the cancel")) as server:
+        agent = Agent(provider.build(server, max_retries=0), **rec.providers)
+
+        async def cancel_then_run() -> Run:
+            first = asyncio.ensure_future(agent.arun("Hi"))
+            while not server.requests:  # the request is on the server: the SDK is awaiting the reply
+                await asyncio.sleep(0.01)
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            return await agent.arun("Hi again")
+
+        run = asyncio.run(cancel_then_run())
+    assert run.ok and run.output == "after the cancel"
+    cancelled, answered = rec.runs()
+    assert (cancelled.stop_reason, answered.stop_reason) == ("cancelled", "answered")
+    assert cancelled.chat_spans[0].attributes[N.ERROR_TYPE] == "cancelled"
+    assert provider.sent_every_request_through_its_client(server)
