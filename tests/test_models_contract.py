@@ -29,7 +29,7 @@ from _fake_servers import FAST_RETRY, FakeServer, Reply, json_reply, serve
 from sample_tools import add, shout
 from tracedagent import Agent, Budget, Completion, Model, Run, Stop
 from tracedagent import _names as N
-from tracedagent.models import MalformedResponseError
+from tracedagent.models import AnthropicModel, MalformedResponseError, OpenAIChatModel
 from tracedagent.testing import Recorder
 
 
@@ -69,6 +69,10 @@ class Provider:
     """Puts ``key`` where the SDK looks for it, and clears the variables that would redirect it."""
     build: Callable[..., Model]
     """``build(server, **options)``: the adapter, talking to ``server``."""
+    adapter: type
+    """The adapter class, for building it around ready clients."""
+    clients: Callable[[FakeServer], tuple[Any, Any]]
+    """``clients(server)``: ready sync and async SDK clients, talking to ``server``."""
     model: str
     """The model ``build`` asks for."""
     response_model: str
@@ -103,7 +107,7 @@ class Provider:
 
 OPENAI = Provider(
     id="openai", name="openai", sdk=openai, key=_openai_wire.FAKE_KEY, use_key=_openai_wire.use_key,
-    build=_openai_wire.model_for, model=_openai_wire.MODEL, response_model=_openai_wire.RESPONSE_MODEL,
+    build=_openai_wire.model_for, adapter=OpenAIChatModel, clients=_openai_wire.clients_for, model=_openai_wire.MODEL, response_model=_openai_wire.RESPONSE_MODEL,
     answer=_openai_wire.answer, calls=_openai_wire.calls, error=_openai_wire.error,
     finish_reasons=("tool_calls", "stop"), response_ids=("chatcmpl-calls", "chatcmpl-answer"),
     overloaded=(500, openai.InternalServerError), required="choices",
@@ -114,7 +118,8 @@ OPENAI = Provider(
 
 ANTHROPIC = Provider(
     id="anthropic", name="anthropic", sdk=anthropic, key=_anthropic_wire.FAKE_KEY, use_key=_anthropic_wire.use_key,
-    build=_anthropic_wire.model_for, model=_anthropic_wire.MODEL, response_model=_anthropic_wire.RESPONSE_MODEL,
+    build=_anthropic_wire.model_for, adapter=AnthropicModel,
+    clients=_anthropic_wire.clients_for, model=_anthropic_wire.MODEL, response_model=_anthropic_wire.RESPONSE_MODEL,
     answer=_anthropic_wire.answer, calls=_anthropic_wire.calls, error=_anthropic_wire.error,
     finish_reasons=("tool_use", "end_turn"), response_ids=("msg_calls", "msg_answer"),
     overloaded=(529, anthropic.OverloadedError), required="content",
@@ -329,3 +334,42 @@ def test_a_run_cancelled_in_the_model_call_ends_its_spans_and_the_adapter_still_
     assert (cancelled.stop_reason, answered.stop_reason) == ("cancelled", "answered")
     assert cancelled.chat_spans[0].attributes[N.ERROR_TYPE] == "cancelled"
     assert provider.sent_every_request_through_its_client(server)
+
+
+# --- the clients behind complete and acomplete ------------------------------------------
+
+
+@pytest.mark.parametrize("provider", [OPENAI, ANTHROPIC], ids=lambda p: p.id, indirect=True)
+def test_the_async_client_is_built_per_event_loop_from_the_same_options(provider):
+    with serve(provider.answer("first"), provider.answer("second")) as server:
+        model = provider.build(server, max_retries=1, timeout=12.0)
+        assert model.async_client is None  # nothing built until acomplete needs it
+        complete_async(model, [{"role": "user", "content": "Hi"}])
+        first = model.async_client
+        complete_async(model, [{"role": "user", "content": "Hi"}])  # another asyncio.run: another loop
+    assert first is not None and model.async_client is not first
+    for client in (model.client, first, model.async_client):
+        assert (client.base_url, client.max_retries, client.timeout) == (model.client.base_url, 1, 12.0)
+    assert [r.headers["x-stainless-async"] for r in server.requests] == ["async:asyncio"] * 2
+
+
+@pytest.mark.parametrize("provider", [OPENAI, ANTHROPIC], ids=lambda p: p.id, indirect=True)
+def test_ready_clients_sync_async_or_both(provider):
+    """A ready async client is the caller's, bound to one event loop, so all calls share one."""
+    hi = [{"role": "user", "content": "Hi"}]
+    with serve(provider.answer("async"), provider.answer("sync in a thread"), provider.answer("both")) as server:
+        sync_client, async_client = provider.clients(server)
+        only_async = provider.adapter("m", async_client=async_client)
+        only_sync = provider.adapter("m", sync_client)
+        both = provider.adapter("m", sync_client, async_client=async_client)
+
+        async def call_each() -> list[str]:
+            return [(await model.acomplete(hi)).text for model in (only_async, only_sync, both)]
+
+        assert asyncio.run(call_each()) == ["async", "sync in a thread", "both"]
+        assert only_async.server_port == server.port and only_async.async_client is async_client
+        with pytest.raises(TypeError, match="only an async_client"):
+            only_async.complete(hi)
+        with pytest.raises(TypeError, match="max_retries"):
+            provider.adapter("m", async_client=async_client, max_retries=3)
+    assert [r.headers["x-stainless-async"] for r in server.requests] == ["async:asyncio", "false", "async:asyncio"]

@@ -4,7 +4,6 @@ replies, through the real ``openai`` SDK against a local server. What every adap
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import openai
@@ -150,37 +149,3 @@ def test_a_ready_client_is_used_as_is_and_conflicting_options_are_refused():
     with pytest.raises(ValueError, match="max_tokens_field"):
         OpenAIChatModel("m", max_tokens_field="max_output_tokens")
 
-
-def test_the_async_client_is_built_per_event_loop_from_the_same_options():
-    with serve(answer("first"), answer("second")) as server:
-        model = model_for(server, max_retries=1, timeout=12.0)
-        assert model.async_client is None  # nothing built until acomplete needs it
-        asyncio.run(model.acomplete([{"role": "user", "content": "Hi"}]))
-        first = model.async_client
-        asyncio.run(model.acomplete([{"role": "user", "content": "Hi"}]))
-    assert isinstance(first, openai.AsyncOpenAI) and model.async_client is not first
-    for built in (model.client, first, model.async_client):
-        assert (str(built.base_url), built.max_retries, built.timeout) == (f"{server.url}/v1/", 1, 12.0)
-    assert [r.headers["x-stainless-async"] for r in server.requests] == ["async:asyncio"] * 2
-
-
-def test_ready_clients_sync_async_or_both():
-    """A ready async client is the caller's, bound to one event loop, so all calls share one."""
-    hi = [{"role": "user", "content": "Hi"}]
-    with serve(answer("async"), answer("sync in a thread"), answer("both")) as server:
-        async_client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="local-placeholder")
-        sync_client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="local-placeholder")
-        only_async = OpenAIChatModel("m", async_client=async_client)
-        both = OpenAIChatModel("m", sync_client, async_client=async_client)
-        only_sync = OpenAIChatModel("m", sync_client)
-
-        async def call_each() -> list[str]:
-            return [(await model.acomplete(hi)).text for model in (only_async, only_sync, both)]
-
-        assert asyncio.run(call_each()) == ["async", "sync in a thread", "both"]
-        assert only_async.server_port == server.port and only_async.async_client is async_client
-        with pytest.raises(TypeError, match="only an async_client"):
-            only_async.complete(hi)
-        with pytest.raises(TypeError, match="max_retries"):
-            OpenAIChatModel("m", async_client=async_client, max_retries=3)
-    assert [r.headers["x-stainless-async"] for r in server.requests] == ["async:asyncio", "false", "async:asyncio"]
