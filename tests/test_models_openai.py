@@ -148,4 +148,3 @@ def test_a_ready_client_is_used_as_is_and_conflicting_options_are_refused():
         OpenAIChatModel("m", messages=[])
     with pytest.raises(ValueError, match="max_tokens_field"):
         OpenAIChatModel("m", max_tokens_field="max_output_tokens")
-
