@@ -45,7 +45,7 @@ class SdkModel:
     """
 
     sdk_error: ClassVar[type[Exception]]
-    """The SDK's base exception: what ``complete`` scrubs of credentials before letting it through."""
+    """The SDK's base exception: what both calls scrub of credentials before letting it through."""
     client: Any
     """The sync SDK client; ``None`` when only an ``async_client`` was given."""
     server_address: str | None
