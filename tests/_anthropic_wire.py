@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import anthropic
 import pytest
 
 from _fake_servers import FakeServer, Reply, json_reply
 from tracedagent.models import AnthropicModel
 
-__all__ = ["FAKE_KEY", "MODEL", "RESPONSE_MODEL", "use_key", "model_for", "message", "text", "tool_use", "answer",
+__all__ = ["FAKE_KEY", "MODEL", "RESPONSE_MODEL", "use_key", "model_for", "clients_for", "message", "text", "tool_use", "answer",
            "calls", "error"]
 
 FAKE_KEY = "sk-ant-test-DO-NOT-LEAK-0c4e2a9d71"
@@ -30,6 +31,12 @@ def use_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def model_for(server: FakeServer, **options: object) -> AnthropicModel:
     return AnthropicModel(MODEL, base_url=server.url, **options)
+
+
+def clients_for(server: FakeServer) -> tuple[anthropic.Anthropic, anthropic.AsyncAnthropic]:
+    """Ready sync and async SDK clients for ``server``, as a user configures them."""
+    return (anthropic.Anthropic(base_url=server.url, api_key=FAKE_KEY),
+            anthropic.AsyncAnthropic(base_url=server.url, api_key=FAKE_KEY))
 
 
 def message(*content: dict, stop: str = "end_turn", input_tokens: int = 20, output_tokens: int = 7,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 
+import openai
 import pytest
 
 from _fake_servers import FakeServer, Reply, json_reply
 from tracedagent.models import OpenAIChatModel
 
-__all__ = ["FAKE_KEY", "MODEL", "RESPONSE_MODEL", "use_key", "model_for", "answer", "calls", "error"]
+__all__ = ["FAKE_KEY", "MODEL", "RESPONSE_MODEL", "use_key", "model_for", "clients_for", "answer", "calls", "error"]
 
 FAKE_KEY = "sk-test-DO-NOT-LEAK-7f3a9c1e5b"
 """A fake API key; the tests check it never reaches spans, output or logs."""
@@ -27,6 +28,12 @@ def use_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def model_for(server: FakeServer, **options: object) -> OpenAIChatModel:
     return OpenAIChatModel(MODEL, base_url=f"{server.url}/v1", **options)
+
+
+def clients_for(server: FakeServer) -> tuple[openai.OpenAI, openai.AsyncOpenAI]:
+    """Ready sync and async SDK clients for ``server``, as a user configures them."""
+    return (openai.OpenAI(base_url=f"{server.url}/v1", api_key=FAKE_KEY),
+            openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key=FAKE_KEY))
 
 
 def answer(text: str = "The answer is 5.", *, finish: str = "stop", input_tokens: int = 20, output_tokens: int = 7,

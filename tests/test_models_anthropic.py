@@ -4,6 +4,7 @@ through the real ``anthropic`` SDK against a local server. What every adapter pr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import anthropic
@@ -164,3 +165,12 @@ def test_a_ready_client_is_used_as_is_and_conflicting_options_are_refused():
         AnthropicModel("m", system="no")
     with pytest.raises(ValueError, match="max_tokens"):
         AnthropicModel("m", max_tokens=0)
+
+
+
+def test_the_async_client_the_adapter_builds_has_sdk_spans_off_too():
+    with serve(message(text("ok"))) as server:
+        model = model_for(server)
+        assert asyncio.run(model.acomplete([{"role": "user", "content": "Hi"}])).text == "ok"
+    assert isinstance(model.async_client, anthropic.AsyncAnthropic)
+    assert model.async_client.open_telemetry["traces"]["enabled"] is False

@@ -1,19 +1,23 @@
-"""What the provider adapters share: the missing-SDK message, argument decoding, the server
-address, the error for unreadable responses, and keeping keys out of exception text.
+"""What the provider adapters share: the request cycle of ``complete`` and ``acomplete``
+(``SdkModel``), the missing-SDK message, argument decoding, the server address, the error for
+unreadable responses, per-call timeouts, and keeping keys out of exception text.
 
 Nothing here imports a provider SDK, so ``tracedagent.models`` stays importable without them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 from urllib.parse import urlsplit
 
+from .._records import Completion, Message
 from .._secrets import redact
 
-__all__ = ["MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
-           "encode_arguments", "server_of", "scrub_secrets"]
+__all__ = ["SdkModel", "MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
+           "encode_arguments", "server_of", "capped_timeout", "scrub_secrets"]
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 _MIN_API_KEY_LENGTH = 16
@@ -26,6 +30,119 @@ class MalformedResponseError(ValueError):
 
     The message names only what was missing, never the body: a body can hold prompt text.
     """
+
+
+class SdkModel:
+    """A ``Model`` over a provider SDK, sync and async: ``complete`` sends one request through
+    the SDK's sync client, ``acomplete`` the same request through its async client. Both build
+    the request alike, bound it by the call's ``timeout``, blank the credentials out of what the
+    SDK raises, and read the response alike.
+
+    A subclass calls ``_connect`` from its constructor and says what differs per provider: its
+    SDK's base exception (``sdk_error``), how to build a client (``_new_client``), which method
+    sends a request (``_create``), and how a request and a completion look (``_request``,
+    ``_completion``).
+    """
+
+    sdk_error: ClassVar[type[Exception]]
+    """The SDK's base exception: what both calls scrub of credentials before letting it through."""
+    client: Any
+    """The sync SDK client; ``None`` when only an ``async_client`` was given."""
+    server_address: str | None
+    server_port: int | None
+
+    def _connect(self, client: Any, async_client: Any, options: dict[str, Any]) -> None:
+        """Keep the ready-made clients, or the options to build them from. With neither, the
+        sync client is built now and the async one on the first ``acomplete``; with only one of
+        them, the adapter builds nothing (options would configure no client, so they are refused)."""
+        ready = client if client is not None else async_client
+        self._options = client_options(ready, **options)
+        self._builds_async = ready is None
+        self.client = self._new_client(asynchronous=False, options=self._options) if ready is None else client
+        self._async_given = async_client
+        self._async_built: tuple[asyncio.AbstractEventLoop, Any] | None = None
+        self.server_address, self.server_port = server_of((ready if ready is not None else self.client).base_url)
+
+    @property
+    def async_client(self) -> Any:
+        """The async SDK client: the one given, else the one the adapter built for the event
+        loop that last called ``acomplete`` (``None`` before that)."""
+        return self._async_built[1] if self._builds_async and self._async_built else self._async_given
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                 max_output_tokens: int | None = None, temperature: float | None = None,
+                 timeout: float | None = None) -> Completion:
+        """One request through the sync client. ``timeout`` (seconds; the ``Agent`` passes what
+        its time budget has left) bounds each phase of each attempt, and never lengthens the
+        client's own timeout. SDK errors that survive its retries propagate as they are
+        (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``, ``AuthenticationError``...),
+        so the run stops with ``Stop.MODEL_ERROR``."""
+        if self.client is None:
+            raise TypeError(f"{type(self).__name__} was given only an async_client: call it through "
+                            "acomplete (Agent.arun), or give it a client as well")
+        request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
+        with self._scrubbed(self.client):
+            response = self._create(self.client)(**request)
+        return self._completion(response)
+
+    async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                        max_output_tokens: int | None = None, temperature: float | None = None,
+                        timeout: float | None = None) -> Completion:
+        """``complete`` through the async client. Given only a sync ``client``, the adapter has no
+        async one, and runs ``complete`` in a worker thread instead."""
+        client = self._async_client_here()
+        if client is None:
+            return await asyncio.to_thread(self.complete, messages, tools, max_output_tokens, temperature, timeout)
+        request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
+        with self._scrubbed(client):
+            response = await self._create(client)(**request)
+        return self._completion(response)
+
+    def _async_client_here(self) -> Any:
+        """The async client for the running event loop. An async client's connections belong to
+        the loop that opened them (a second ``asyncio.run`` reusing them fails with "Event loop is
+        closed"), so a client the adapter builds serves one loop, and another loop gets a new one.
+        The loop and its client are kept as one pair, so threads running loops of their own
+        never share a client."""
+        if not self._builds_async:
+            return self._async_given
+        loop = asyncio.get_running_loop()
+        built = self._async_built
+        if built is None or built[0] is not loop:
+            built = self._async_built = (loop, self._new_client(asynchronous=True, options=self._options))
+        return built[1]
+
+    def _timed_request(self, client: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
+                       max_output_tokens: int | None, temperature: float | None,
+                       timeout: float | None) -> dict[str, Any]:
+        request = self._request(messages, tools, max_output_tokens, temperature)
+        if timeout is not None:
+            request["timeout"] = capped_timeout(client.timeout, timeout)
+        return request
+
+    @contextmanager
+    def _scrubbed(self, client: Any) -> Iterator[None]:
+        """SDK exceptions raised in the block leave without ``client``'s credentials in their text."""
+        try:
+            yield
+        except self.sdk_error as exc:
+            scrub_secrets(exc, [getattr(client, "api_key", None), getattr(client, "auth_token", None)])
+            raise
+
+    # What each provider fills in.
+
+    def _new_client(self, *, asynchronous: bool, options: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _create(self, client: Any) -> Callable[..., Any]:
+        raise NotImplementedError
+
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _completion(self, response: Any) -> Completion:
+        raise NotImplementedError
 
 
 def missing_sdk(module: str, extra: str) -> str:
@@ -70,6 +187,19 @@ def server_of(base_url: Any) -> tuple[str | None, int | None]:
     if not parts.hostname:
         return None, None
     return parts.hostname, parts.port or _DEFAULT_PORTS.get(parts.scheme)
+
+
+def capped_timeout(configured: Any, seconds: float) -> Any:
+    """The per-request timeout of a call that must end within ``seconds``: the client's own
+    timeout with each part (connect, read, write, pool) cut to ``seconds``. A float would replace
+    all of them, lengthening the SDK's short connect timeout or a timeout the user chose."""
+    parts = ("connect", "read", "write", "pool")
+    if isinstance(configured, (int, float)):
+        return min(configured, seconds)
+    if all(hasattr(configured, part) for part in parts):  # the SDKs' httpx Timeout
+        return type(configured)(**{part: seconds if getattr(configured, part) is None
+                                   else min(getattr(configured, part), seconds) for part in parts})
+    return seconds  # no timeout configured
 
 
 def scrub_secrets(exc: BaseException, secrets: Iterable[Any]) -> None:

@@ -26,8 +26,7 @@ import logging
 from typing import Any
 
 from .._records import Completion, Message, ToolCall, Usage
-from ._common import (MalformedResponseError, client_options, decode_arguments, missing_sdk,
-                      scrub_secrets, server_of)
+from ._common import MalformedResponseError, SdkModel, decode_arguments, missing_sdk
 
 try:
     import anthropic
@@ -47,15 +46,18 @@ _RESERVED = frozenset({"model", "messages", "tools", "system", "max_tokens", "st
 _THINKING_TYPES = ("thinking", "redacted_thinking")
 
 
-class AnthropicModel:
-    """A ``Model`` backed by ``client.messages.create``.
+class AnthropicModel(SdkModel):
+    """A ``Model`` backed by ``client.messages.create``, sync and async.
 
     ``model`` is a Claude model id. Pass a ready ``anthropic.Anthropic`` ``client`` (or a
-    Bedrock/Vertex one), or let the adapter build one from ``base_url``, ``api_key``,
-    ``max_retries`` and ``timeout`` (``None`` means the SDK's default: ``ANTHROPIC_API_KEY``
-    and its other credential sources, 2 retries, 10 minutes). A client the adapter builds has
-    the SDK's own OpenTelemetry spans turned off, because the ``Agent``'s ``chat`` span already
-    is the GenAI span of that call; pass your own client to keep them.
+    Bedrock/Vertex one) and/or an ``anthropic.AsyncAnthropic`` ``async_client``, or let the
+    adapter build them from ``base_url``, ``api_key``, ``max_retries`` and ``timeout``
+    (``None`` means the SDK's default: ``ANTHROPIC_API_KEY`` and its other credential sources,
+    2 retries, 10 minutes); it builds the async one on the first ``acomplete``, one per event
+    loop. With only a sync ``client``, ``acomplete`` runs ``complete`` in a worker thread; with
+    only an ``async_client``, ``complete`` is refused. Clients the adapter builds have the SDK's
+    own OpenTelemetry spans turned off, because the ``Agent``'s ``chat`` span already is the
+    GenAI span of that call; pass your own clients to keep them.
 
     ``max_tokens`` is used when the loop passes no ``max_output_tokens``. Other keywords
     (``thinking={...}``, ``tool_choice={...}``, ``metadata={...}``, ``extra_body={...}``) are sent
@@ -63,8 +65,10 @@ class AnthropicModel:
     """
 
     provider_name = "anthropic"
+    sdk_error = anthropic.AnthropicError
 
     def __init__(self, model: str, client: anthropic.Anthropic | None = None, *,
+                 async_client: anthropic.AsyncAnthropic | None = None,
                  max_tokens: int = DEFAULT_MAX_TOKENS, base_url: str | None = None,
                  api_key: str | None = None, max_retries: int | None = None,
                  timeout: float | None = None, **request_options: Any) -> None:
@@ -74,40 +78,40 @@ class AnthropicModel:
                             "and the adapter does not stream")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-        options = client_options(client, base_url=base_url, api_key=api_key,
-                                 max_retries=max_retries, timeout=timeout)
-        self.client = client if client is not None else anthropic.Anthropic(open_telemetry=False, **options)
+        self._connect(client, async_client, dict(base_url=base_url, api_key=api_key,
+                                                 max_retries=max_retries, timeout=timeout))
         self.model_name = model
         self.max_tokens = max_tokens
         self.request_options = request_options
-        self.server_address, self.server_port = server_of(self.client.base_url)
         self._warned_temperature = False
 
     def __repr__(self) -> str:  # never the client: it holds the credentials
         return f"AnthropicModel(model={self.model_name!r}, server={self.server_address}:{self.server_port})"
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
-                 max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
-        """One Messages request. SDK errors that survive its retries propagate as they are
-        (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``,
-        ``AuthenticationError``...), so the run stops with ``Stop.MODEL_ERROR``."""
+    def _new_client(self, *, asynchronous: bool,
+                    options: dict[str, Any]) -> anthropic.Anthropic | anthropic.AsyncAnthropic:
+        return (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(open_telemetry=False, **options)
+
+    def _create(self, client: Any) -> Any:
+        return client.messages.create
+
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
         system, wire = _to_wire(messages)
-        params: dict[str, Any] = {**self.request_options, "model": self.model_name, "messages": wire,
-                                  "max_tokens": max_output_tokens or self.max_tokens}
+        request: dict[str, Any] = {**self.request_options, "model": self.model_name, "messages": wire,
+                                   "max_tokens": max_output_tokens or self.max_tokens}
         if system:
-            params["system"] = system
+            request["system"] = system
         if tools:
-            params["tools"] = [{"name": t["name"], "description": t.get("description", ""),
-                                "input_schema": t["parameters"]} for t in tools]
+            request["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                                 "input_schema": t["parameters"]} for t in tools]
         if temperature is not None and not self._warned_temperature:
             self._warned_temperature = True
             _log.warning("tracedagent: the Anthropic Messages API no longer accepts temperature; "
                          "AnthropicModel does not send it")
-        try:
-            response = self.client.messages.create(**params)
-        except anthropic.AnthropicError as exc:
-            scrub_secrets(exc, [getattr(self.client, "api_key", None), getattr(self.client, "auth_token", None)])
-            raise
+        return request
+
+    def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
 
 

@@ -5,7 +5,11 @@ LM Studio, llama.cpp, OpenRouter, Azure OpenAI), so one adapter with a ``base_ur
 all of them. It speaks through the official ``openai`` SDK, which keeps its own retries and
 reads ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` from the environment as usual.
 
-Telemetry is not done here: the ``Agent`` wraps ``complete`` in a ``chat`` span and reads
+``complete`` sends through ``openai.OpenAI``, ``acomplete`` through ``openai.AsyncOpenAI``;
+the request, the reading of the response and the scrubbing of errors are the same code
+(``SdkModel``), so the two cannot drift apart.
+
+Telemetry is not done here: the ``Agent`` wraps each call in a ``chat`` span and reads
 ``provider_name``, ``model_name``, ``server_address`` and ``server_port`` off this object.
 Following the GenAI conventions, ``gen_ai.provider.name`` is ``openai`` for every server
 this client talks to; ``server.address`` tells them apart.
@@ -17,8 +21,7 @@ import uuid
 from typing import Any, Literal
 
 from .._records import Completion, Message, ToolCall, Usage
-from ._common import (MalformedResponseError, client_options, decode_arguments, encode_arguments,
-                      missing_sdk, scrub_secrets, server_of)
+from ._common import MalformedResponseError, SdkModel, decode_arguments, encode_arguments, missing_sdk
 
 try:
     import openai
@@ -31,13 +34,16 @@ MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 _RESERVED = frozenset({"model", "messages", "tools", "stream"})
 
 
-class OpenAIChatModel:
-    """A ``Model`` backed by ``client.chat.completions.create``.
+class OpenAIChatModel(SdkModel):
+    """A ``Model`` backed by ``client.chat.completions.create``, sync and async.
 
     ``model`` is the model name the server knows (``gpt-4.1-mini``, ``llama3.2``...).
-    Pass a ready ``openai.OpenAI`` (or ``AzureOpenAI``) ``client``, or let the adapter build
-    one from ``base_url``, ``api_key``, ``max_retries`` and ``timeout`` (each ``None`` means
-    the SDK's default: environment variables, 2 retries, 10 minutes).
+    Pass a ready ``openai.OpenAI`` (or ``AzureOpenAI``) ``client`` and/or an ``openai.AsyncOpenAI``
+    (or ``AsyncAzureOpenAI``) ``async_client``, or let the adapter build them from ``base_url``,
+    ``api_key``, ``max_retries`` and ``timeout`` (each ``None`` means the SDK's default:
+    environment variables, 2 retries, 10 minutes); it builds the async one on the first
+    ``acomplete``, one per event loop. With only a sync ``client``, ``acomplete`` runs
+    ``complete`` in a worker thread; with only an ``async_client``, ``complete`` is refused.
 
     ``max_tokens_field`` names the request field that carries the loop's
     ``max_output_tokens``: OpenAI's current ``max_completion_tokens`` (its reasoning models
@@ -48,8 +54,10 @@ class OpenAIChatModel:
     """
 
     provider_name = "openai"
+    sdk_error = openai.OpenAIError
 
     def __init__(self, model: str, client: openai.OpenAI | None = None, *,
+                 async_client: openai.AsyncOpenAI | None = None,
                  base_url: str | None = None, api_key: str | None = None,
                  max_retries: int | None = None, timeout: float | None = None,
                  max_tokens_field: MaxTokensField = "max_completion_tokens",
@@ -60,35 +68,34 @@ class OpenAIChatModel:
         if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
             raise ValueError(f"max_tokens_field must be 'max_completion_tokens' or 'max_tokens', "
                              f"got {max_tokens_field!r}")
-        options = client_options(client, base_url=base_url, api_key=api_key,
-                                 max_retries=max_retries, timeout=timeout)
-        self.client = client if client is not None else openai.OpenAI(**options)
+        self._connect(client, async_client, dict(base_url=base_url, api_key=api_key,
+                                                 max_retries=max_retries, timeout=timeout))
         self.model_name = model
         self.max_tokens_field = max_tokens_field
         self.request_options = request_options
-        self.server_address, self.server_port = server_of(self.client.base_url)
 
     def __repr__(self) -> str:  # never the client: its repr is not ours to vouch for
         return f"OpenAIChatModel(model={self.model_name!r}, server={self.server_address}:{self.server_port})"
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
-                 max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
-        """One Chat Completions request. SDK errors that survive its retries propagate as
-        they are (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``,
-        ``AuthenticationError``...), so the run stops with ``Stop.MODEL_ERROR``."""
-        params: dict[str, Any] = {**self.request_options, "model": self.model_name,
-                                  "messages": [_to_wire(m) for m in messages]}
+    def _new_client(self, *, asynchronous: bool, options: dict[str, Any]) -> openai.OpenAI | openai.AsyncOpenAI:
+        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**options)
+
+    def _create(self, client: Any) -> Any:
+        return client.chat.completions.create
+
+    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+        request: dict[str, Any] = {**self.request_options, "model": self.model_name,
+                                   "messages": [_to_wire(m) for m in messages]}
         if tools:
-            params["tools"] = [_tool_to_wire(t) for t in tools]
+            request["tools"] = [_tool_to_wire(t) for t in tools]
         if max_output_tokens is not None:
-            params[self.max_tokens_field] = max_output_tokens
+            request[self.max_tokens_field] = max_output_tokens
         if temperature is not None:
-            params["temperature"] = temperature
-        try:
-            response = self.client.chat.completions.create(**params)
-        except openai.OpenAIError as exc:
-            scrub_secrets(exc, [self.client.api_key])
-            raise
+            request["temperature"] = temperature
+        return request
+
+    def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
 
 
