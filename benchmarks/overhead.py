@@ -111,7 +111,8 @@ _RUN_START = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "age
              "gen_ai.provider.name": "fake", "gen_ai.request.model": "fake-model",
              "tracedagent.budget.max_steps": STEPS, "tracedagent.budget.repeat_limit": 3}
 _RUN_END = {"tracedagent.stop_reason": "answered", "tracedagent.steps": STEPS,
-           "gen_ai.usage.input_tokens": 1245, "gen_ai.usage.output_tokens": 95, "tracedagent.cost_usd": 0.0,
+           "gen_ai.usage.input_tokens": 1245, "gen_ai.usage.output_tokens": 95,
+           "tracedagent.usage.total_input_tokens": 1245, "tracedagent.usage.total_output_tokens": 95,
            "tracedagent.tools.requested": ["lookup"] * 9, "tracedagent.tools.executed": ["lookup"] * 9,
            "tracedagent.tools.blocked": []}
 _CHAT_START = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "fake", "gen_ai.request.model": "fake-model"}

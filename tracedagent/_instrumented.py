@@ -58,10 +58,15 @@ class InstrumentedModel:
                  max_output_tokens: int | None = None, temperature: float | None = None, *,
                  timeout: float | None = None) -> Completion:
         """``timeout`` is the time the run has left, passed on if the model takes one."""
-        options = self._options(tools, max_output_tokens, temperature, timeout, self._sync_takes_timeout)
         scope = ChatScope(self._t, messages, max_output_tokens, temperature)
         try:
-            completion = check_completion(self.wrapped.complete(messages, **options))
+            if timeout is not None and self._sync_takes_timeout:
+                answer = self.wrapped.complete(messages, tools=tools, max_output_tokens=max_output_tokens,
+                                               temperature=temperature, timeout=timeout)
+            else:
+                answer = self.wrapped.complete(messages, tools=tools, max_output_tokens=max_output_tokens,
+                                               temperature=temperature)
+            completion = check_completion(answer)
         except BaseException as exc:  # the model failed, or an interrupt arrived during the call
             scope.fail(failure_kind(exc))
             raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
@@ -171,15 +172,15 @@ def check_completion(completion: Any) -> Completion:
     usage = completion.usage
     if not isinstance(usage, Usage):
         raise TypeError(f"the model's Completion has usage={type(usage).__name__}, not a Usage")
-    for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
-        value = getattr(usage, name)
-        if type(value) is not int or value < 0:  # bool is not a count either
-            raise TypeError(f"the model's Usage has {name}={value!r:.40}, not a non-negative int")
-    if not isinstance(completion.text, str):
+    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens)
+    if set(map(type, counts)) != {int} or min(counts) < 0:  # bool is not a count either
+        name, value = next((f.name, v) for f, v in zip(dataclasses.fields(Usage), counts) if type(v) is not int or v < 0)
+        raise TypeError(f"the model's Usage has {name}={value!r:.40}, not a non-negative int")
+    if type(completion.text) is not str:
         raise TypeError(f"the model's Completion has text of type {type(completion.text).__name__}, not str")
     for name in ("model", "finish_reason", "response_id"):
         value = getattr(completion, name)
-        if value is not None and not isinstance(value, str):
+        if value is not None and type(value) is not str:
             raise TypeError(f"the model's Completion has {name} of type {type(value).__name__}, not str")
     if completion.provider_data is not None and not isinstance(completion.provider_data, dict):
         raise TypeError("the model's Completion has provider_data that is not a dict")

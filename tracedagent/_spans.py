@@ -60,8 +60,7 @@ class _ToolNames(NamedTuple):
         return cls(step.requested_names, step.succeeded_names, step.blocked_names, step.not_dispatched_names)
 
     def attributes(self) -> dict[str, Any]:
-        return tool_list_attributes({N.TOOLS_REQUESTED: self.requested, N.TOOLS_EXECUTED: self.executed,
-                                     N.TOOLS_BLOCKED: self.blocked, N.TOOLS_NOT_DISPATCHED: self.not_dispatched})
+        return tool_list_attributes(*self)
 
 
 class _Scope:

@@ -95,12 +95,17 @@ def bounded_list(names: list[str]) -> list[str]:
     return [bounded(name) for name in names[: N.MAX_LIST_ITEMS]]
 
 
-def tool_list_attributes(lists: dict[str, list[str]]) -> dict[str, Any]:
-    """Span attributes for tool-name lists keyed by attribute name: each bounded, and where one
-    had to be cut, ``<name>_count`` says how long it really was, so a list is never silently short."""
+def tool_list_attributes(requested: list[str], executed: list[str], blocked: list[str],
+                         not_dispatched: list[str]) -> dict[str, Any]:
+    """The tool-name lists of a step or run span, each bounded; where one had to be cut,
+    ``<name>_count`` says how long it really was, so a list is never silently short.
+    ``not_dispatched`` is there only when a call was not dispatched."""
+    lists = {N.TOOLS_REQUESTED: requested, N.TOOLS_EXECUTED: executed, N.TOOLS_BLOCKED: blocked}
+    if not_dispatched:
+        lists[N.TOOLS_NOT_DISPATCHED] = not_dispatched
     attributes: dict[str, Any] = {}
     for key, names in lists.items():
-        attributes[key] = bounded_list(names)
+        attributes[key] = bounded_list(names) if names else names
         if len(names) > N.MAX_LIST_ITEMS:
             attributes[key + N.COUNT_SUFFIX] = len(names)
     return attributes

@@ -9,6 +9,7 @@ comes back as a result (outcome ``fatal``) for the loop to act on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ class Tool:
     ``timeout``), as ``run`` does for an async tool; a running sync function cannot be
     stopped, so in ``run`` it is not enforced for one."""
 
-    @property
+    @functools.cached_property
     def is_async(self) -> bool:
         return inspect.iscoroutinefunction(self.fn)
 
