@@ -12,7 +12,11 @@
 
 Built on click (one dependency-free library) and rich. Every expected failure - a file
 that is not OTLP, a Jaeger that is not there, a trace that does not exist - becomes a
-``click.ClickException``: one line on stderr and exit status 1, never a traceback.
+``CliError``: one line on stderr and exit status 1, never a traceback.
+
+Traces, files, Jaeger's answers and even arguments may hold what a model or an attacker
+chose, so nothing is printed as rich markup, and everything goes out through
+``_render.text``/``printable``, which write control characters as escapes.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from ._loop import Agent
 from ._run import Run
 from ._jaeger import JaegerClient, JaegerError
 from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
-from ._render import (Trace, group_traces, listing_table, runs_table, stop_counts_table,
+from ._render import (Trace, group_traces, listing_table, printable, runs_table, stop_counts_table, text,
                       trace_tree)
 from ._version import __version__
 
@@ -50,14 +54,26 @@ __all__ = ["main", "cli"]
 DEFAULT_OUT = Path("tracedagent-demo.otlp.json")
 
 
-
 def _output_width() -> int | None:
     """A terminal keeps its own width; a pipe or file gets 120 columns (rich would assume 80
     and cut the tables). ``COLUMNS`` overrides both."""
     return None if "COLUMNS" in os.environ or sys.stdout.isatty() else 120
 
 
-_console = Console(highlight=False, width=_output_width())
+_console = Console(highlight=False, markup=False, emoji=False, width=_output_width())
+
+
+def _say(line: str) -> None:
+    """One line of the command's own output; it may quote paths and names the user chose."""
+    _console.print(text(line, limit=None))
+
+
+class CliError(click.ClickException):
+    """An expected failure: ``Error: MESSAGE`` on one line of stderr, exit status 1. The
+    message may quote a file, or Jaeger's own words: it is made printable like the rest."""
+
+    def format_message(self) -> str:
+        return printable(self.message, limit=None)
 
 
 def main() -> None:
@@ -144,7 +160,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         telemetry = configure(service_name=service, endpoint=otlp_endpoint, protocol=protocol,
                               set_global=False) if sends else None
     except ValueError as exc:  # a variable's endpoint that is not a URL (--otlp was checked already)
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     if telemetry is not None:
         tracer_provider, meter_provider = telemetry.tracer_provider, telemetry.meter_provider
     else:  # embedded: nothing leaves the process but the file
@@ -153,7 +169,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     try:
         writer = OtlpJsonWriter(out)
     except OSError as exc:
-        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
     recording = Recording(writer, keep_trees=not load_mode)
     tracer_provider.add_span_processor(recording)
 
@@ -172,7 +188,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         _stop_telemetry(telemetry, tracer_provider)
     writer.close()
     if recording.error is not None:
-        raise click.ClickException(f"could not record the spans in {out}: {recording.error}")
+        raise CliError(f"could not record the spans in {out}: {recording.error}")
 
     jaeger = without_credentials(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
     if load_mode:
@@ -181,21 +197,20 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         _print_traces([recording.trees[run.trace_id] for run in finished if run.trace_id in recording.trees],
                       title="What each agent did")
     if telemetry is not None and not load_mode:
-        _console.print("Each run in Jaeger:")
+        _say("Each run in Jaeger:")
         for scenario, run in zip(plan, finished):
-            _console.print(f"  {scenario.name:<20} {jaeger}/trace/{run.trace_id}")
+            _say(f"  {scenario.name:<20} {jaeger}/trace/{run.trace_id}")
     elif telemetry is not None:
-        _console.print(f"In Jaeger: {jaeger}/search?service={service}")
+        _say(f"In Jaeger: {jaeger}/search?service={service}")
     # Spans the collector accepted, not spans produced: an export that failed shows here.
     sent = f"; {telemetry.spans_exported} exported to {telemetry.endpoint}" if telemetry is not None else ""
-    _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
-                   f"{writer.spans} spans written to {out}{sent}")
+    _say(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
+         f"{writer.spans} spans written to {out}{sent}")
     if not load_mode:
-        _console.print(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
+        _say(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
     if telemetry is not None and telemetry.spans_exported < writer.spans:
-        raise click.ClickException(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
-                                   f"at {telemetry.endpoint} ({telemetry.protocol}); `tracedagent doctor` checks "
-                                   "the endpoints")
+        raise CliError(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
+                       f"at {telemetry.endpoint} ({telemetry.protocol}); `tracedagent doctor` checks the endpoints")
 
 
 def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
@@ -204,7 +219,7 @@ def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
     table.add_column("stops with", no_wrap=True)
     table.add_column("what happens")
     for s in scenarios:
-        table.add_row(s.name, s.stops_with.value, s.story)
+        table.add_row(text(s.name), text(s.stops_with.value), text(s.story))
     return table
 
 
@@ -220,7 +235,7 @@ def _stop_telemetry(telemetry: Telemetry | None, tracer_provider: TracerProvider
 
 def _with_progress(plan: Sequence[Scenario], concurrency: int, make_agent: Callable[[Scenario], Agent]) -> list[Run]:
     """``run_plan`` under a progress bar (on a terminal; a pipe gets no bar)."""
-    columns = (TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("runs", style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_console, transient=True, disable=not _console.is_terminal) as progress:
         task = progress.add_task("runs", total=len(plan))
         return run_plan(plan, concurrency=concurrency, make_agent=make_agent,
@@ -256,11 +271,11 @@ def show(file: Path, trace_id: str | None) -> None:
     try:
         traces = group_traces(read_file(file))
     except OtlpJsonError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     if trace_id is not None:
         traces = [t for t in traces if t.trace_id == trace_id.zfill(32)]
         if not traces:
-            raise click.ClickException(f"{file}: no trace {trace_id}")
+            raise CliError(f"{file}: no trace {trace_id}")
     _print_traces(traces, title=f"{file}: {len(traces)} trace{'s' if len(traces) != 1 else ''}")
 
 
@@ -299,17 +314,17 @@ def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | 
     try:
         found = JaegerClient(jaeger_url).search(service=service, limit=limit, since_seconds=window, tags=tags)
     except JaegerError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     runs = sorted((run for spans in found if spans for run in Trace(spans).runs()
                    if (not stop_reason or run.stop_reason == stop_reason.lower()) and (not agent or run.agent == agent)),
                   key=lambda r: r.start_ns, reverse=True)
     filters = ", ".join(f"{k}={v}" for k, v in (("stop", stop_reason), ("agent", agent)) if v)
     if not runs:
-        _console.print(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
-                       + f" at {without_credentials(jaeger_url)}.")
+        _say(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
+             + f" at {without_credentials(jaeger_url)}.")
         return
     _console.print(listing_table(runs, title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
-    _console.print("Render one with `tracedagent trace ID`.")
+    _say("Render one with `tracedagent trace ID`.")
 
 
 @cli.command("trace")
@@ -320,7 +335,7 @@ def trace_command(trace_id: str, jaeger_url: str) -> None:
     try:
         spans = JaegerClient(jaeger_url).trace(trace_id)
     except JaegerError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     _print_traces(group_traces(spans), title=f"Trace {trace_id}")
 
 
@@ -352,15 +367,15 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
         checks = _doctor.plan(otlp=otlp_endpoint, protocol=protocol, collector_health=collector_health,
                               jaeger=jaeger_url, prometheus=prometheus_url, alertmanager=alertmanager_url)
     except ValueError as exc:  # a variable's OTLP endpoint that is not a URL (the options were checked)
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     started = time.perf_counter()
     outcomes = _doctor.run(checks, timeout=timeout)
     seconds = time.perf_counter() - started
     _console.print(_doctor.table(checks, outcomes))
     down = sum(not outcome.reachable for outcome in outcomes)
     if not down:
-        _console.print(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
+        _say(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
         return
-    _console.print(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
-                   f"{_doctor.START_THE_STACK}; see collector/README.md.")
+    _say(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
+         f"{_doctor.START_THE_STACK}; see collector/README.md.")
     sys.exit(1)
