@@ -22,11 +22,10 @@ chose, so nothing is printed as rich markup, and everything goes out through
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import click
 from opentelemetry import metrics
@@ -36,10 +35,10 @@ from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import _doctor
+from . import _doctor, _options
 from . import _names as N
 from ._budget import Stop
-from ._configure import Telemetry, configure, export_target, split_url, without_credentials
+from ._configure import Telemetry, configure, export_target, without_credentials
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from ._loop import Agent
 from ._run import Run
@@ -92,39 +91,12 @@ def cli() -> None:
 
 # --- demo --------------------------------------------------------------------------------
 
-def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Refuses, as a usage error, a URL that cannot even be split (``http://[::1``, port 99999)."""
-    if value is not None:
-        try:
-            split_url(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
-
-
-def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--jaeger", "jaeger_url", metavar="URL", envvar=N.ENV_JAEGER_URL,
-                        default=N.DEFAULT_JAEGER_URL, show_default=True, callback=_url,
-                        help=f"Jaeger's query service (env {N.ENV_JAEGER_URL}).")(f)
-
-
-def _otlp_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--otlp`` and ``--protocol``: left ``None`` when not given, so that ``configure``
-    resolves them from the standard variables exactly as it does for any application."""
-    f = click.option("--protocol", type=click.Choice([N.PROTOCOL_GRPC, N.PROTOCOL_HTTP]),
-                     help=f"OTLP protocol (default: ${N.ENV_OTLP_PROTOCOL}, else {N.DEFAULT_PROTOCOL}); "
-                          f"the local collector takes gRPC on 4317 and HTTP on 4318.")(f)
-    return click.option("--otlp", "otlp_endpoint", metavar="URL", callback=_url,
-                        help=f"The collector's OTLP endpoint (default: ${N.ENV_OTLP_ENDPOINT}).")(f)
-
-
 @cli.command(short_help="Run scripted agents, one per stop reason; show each run's trace.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Write every span here as OTLP/JSON (Jaeger's UI can upload it).")
-@_otlp_options
-@_jaeger_option
-@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
-              help="service.name of the spans.")
+@_options.otlp_options
+@_options.jaeger_option
+@_options.service_option("service.name of the spans")
 @click.option("--only", multiple=True, metavar="NAME", type=click.Choice([s.name for s in SCENARIOS]),
               help="Run only this scenario (repeatable). See --list.")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
@@ -138,7 +110,7 @@ def _otlp_options(f: Callable[..., Any]) -> Callable[..., Any]:
               help="USD per 1,000 output tokens, likewise.")
 @click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="FACTOR",
               help="Scale the simulated model and tool latencies; 0 runs without sleeping.")
-def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url: str, service: str,
+def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url: str, service: str | None,
          only: Sequence[str], list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
          price_out: float | None, pace: float) -> None:
     """Run scripted agents, one per stop reason, and show the trace of each run.
@@ -152,6 +124,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         return
     load_mode = runs is not None
     plan = [chosen[i % len(chosen)] for i in range(len(chosen) if runs is None else runs)]
+    service = _options.service_name(service)
     # A collector is used when one is named, by --otlp or by the variables configure() reads.
     try:
         sends = export_target("traces", endpoint=otlp_endpoint, protocol=protocol).endpoint_named
@@ -253,19 +226,10 @@ def _print_traces(traces: Sequence[Trace], *, title: str) -> None:
 
 # --- show --------------------------------------------------------------------------------
 
-_TRACE_ID = re.compile(r"^[0-9a-fA-F]{1,32}$")
-
-
-def _trace_id(value: str) -> str:
-    if not _TRACE_ID.match(value):
-        raise click.BadParameter(f"{value!r} is not a trace id (up to 32 hex digits)")
-    return value.lower()
-
-
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--trace", "trace_id", metavar="ID", help="Only this trace.",
-              callback=lambda ctx, param, value: None if value is None else _trace_id(value))
+              callback=lambda ctx, param, value: None if value is None else _options.trace_id(value))
 def show(file: Path, trace_id: str | None) -> None:
     """Render an OTLP/JSON trace file (such as the one `demo` writes)."""
     try:
@@ -281,34 +245,23 @@ def show(file: Path, trace_id: str | None) -> None:
 
 # --- traces / trace ----------------------------------------------------------------------
 
-_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _since(value: str) -> float:
-    match = _SINCE.match(value)
-    if not match or float(match.group(1)) <= 0:
-        raise click.BadParameter(f"{value!r} is not a time span like 30m, 1h or 2d")
-    return float(match.group(1)) * _SECONDS[match.group(2)]
-
-
 @cli.command(short_help="List recent runs from Jaeger.")
-@_jaeger_option
-@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
-              help="service.name to search.")
+@_options.jaeger_option
+@_options.service_option("service.name to search")
 @click.option("--stop", "stop_reason", metavar="REASON",
               type=click.Choice([s.value for s in Stop], case_sensitive=False),
               help="Only runs that ended this way: " + ", ".join(s.value for s in Stop) + ".")
 @click.option("--agent", metavar="NAME", help="Only runs of this agent (gen_ai.agent.name).")
 @click.option("--since", "since_window", default="1h", show_default=True, metavar="SPAN",
-              callback=lambda ctx, param, value: (value, _since(value)),
+              callback=lambda ctx, param, value: (value, _options.since(value)),
               help="How far back to look: 30m, 1h, 2d ...")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, metavar="N",
               help="Traces at most.")
-def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | None,
+def traces(jaeger_url: str, service: str | None, stop_reason: str | None, agent: str | None,
            since_window: tuple[str, float], limit: int) -> None:
     """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration."""
     since, window = since_window
+    service = _options.service_name(service)
     tags = {**({N.STOP_REASON: stop_reason.lower()} if stop_reason else {}),
             **({N.GEN_AI_AGENT_NAME: agent} if agent else {})}
     try:
@@ -328,8 +281,8 @@ def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | 
 
 
 @cli.command("trace")
-@click.argument("trace_id", metavar="ID", callback=lambda ctx, param, value: _trace_id(value))
-@_jaeger_option
+@click.argument("trace_id", metavar="ID", callback=lambda ctx, param, value: _options.trace_id(value))
+@_options.jaeger_option
 def trace_command(trace_id: str, jaeger_url: str) -> None:
     """Render one trace from Jaeger as a span tree."""
     try:
@@ -342,16 +295,16 @@ def trace_command(trace_id: str, jaeger_url: str) -> None:
 # --- doctor ------------------------------------------------------------------------------
 
 @cli.command(short_help="Check that the collector, Jaeger, Prometheus and Alertmanager answer.")
-@_otlp_options
+@_options.otlp_options
 @click.option("--collector-health", metavar="URL", envvar=N.ENV_COLLECTOR_HEALTH_URL,
-              default=N.DEFAULT_COLLECTOR_HEALTH_URL, show_default=True, callback=_url,
+              default=N.DEFAULT_COLLECTOR_HEALTH_URL, show_default=True, callback=_options.url,
               help=f"The collector's health_check extension (env {N.ENV_COLLECTOR_HEALTH_URL}).")
-@_jaeger_option
+@_options.jaeger_option
 @click.option("--prometheus", "prometheus_url", metavar="URL", envvar=N.ENV_PROMETHEUS_URL,
-              default=N.DEFAULT_PROMETHEUS_URL, show_default=True, callback=_url,
+              default=N.DEFAULT_PROMETHEUS_URL, show_default=True, callback=_options.url,
               help=f"Prometheus (env {N.ENV_PROMETHEUS_URL}).")
 @click.option("--alertmanager", "alertmanager_url", metavar="URL", envvar=N.ENV_ALERTMANAGER_URL,
-              default=N.DEFAULT_ALERTMANAGER_URL, show_default=True, callback=_url,
+              default=N.DEFAULT_ALERTMANAGER_URL, show_default=True, callback=_options.url,
               help=f"Alertmanager (env {N.ENV_ALERTMANAGER_URL}).")
 @click.option("--timeout", type=click.FloatRange(0.1, 60), default=N.DOCTOR_TIMEOUT, show_default=True,
               metavar="SECONDS", help="How long each check may take (they all run at once).")
