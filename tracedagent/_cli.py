@@ -21,11 +21,12 @@ chose, so nothing is printed as rich markup, and everything goes out through
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import click
 from opentelemetry import metrics
@@ -123,7 +124,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         _console.print(_scenario_list(chosen))
         return
     load_mode = runs is not None
-    plan = [chosen[i % len(chosen)] for i in range(len(chosen) if runs is None else runs)]
+    total = len(chosen) if runs is None else runs
     service = _options.service_name(service)
     # A collector is used when one is named, by --otlp or by the variables configure() reads.
     try:
@@ -145,14 +146,20 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
     recording = Recording(writer, keep_trees=not load_mode)
     tracer_provider.add_span_processor(recording)
+    trace_ids: dict[int, str] = {}  # by place in the plan, for the trees and links; load mode keeps none
 
     def make_agent(scenario: Scenario) -> Agent:
         return build_agent(scenario, pace=pace, price_in=price_in, price_out=price_out,
                            tracer_provider=tracer_provider, meter_provider=meter_provider)
 
+    def finished(index: int, run: Run) -> None:
+        if not load_mode:
+            trace_ids[index] = run.trace_id
+
     started = time.perf_counter()
     try:
-        finished = _with_progress(plan, concurrency, make_agent)
+        count = _with_progress(itertools.islice(itertools.cycle(chosen), total), total, concurrency, make_agent,
+                               finished)
         seconds = time.perf_counter() - started  # the runs alone: not the final flush
     except BaseException:
         writer.discard()
@@ -165,19 +172,19 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
 
     jaeger = without_credentials(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
     if load_mode:
-        _console.print(stop_counts_table(recording.summaries, title=f"{len(finished)} runs by stop reason"))
+        _console.print(stop_counts_table(recording.tally, title=f"{count} runs by stop reason"))
     else:
-        _print_traces([recording.trees[run.trace_id] for run in finished if run.trace_id in recording.trees],
+        _print_traces([recording.trees[trace_ids[i]] for i in sorted(trace_ids) if trace_ids[i] in recording.trees],
                       title="What each agent did")
     if telemetry is not None and not load_mode:
         _say("Each run in Jaeger:")
-        for scenario, run in zip(plan, finished):
-            _say(f"  {scenario.name:<20} {jaeger}/trace/{run.trace_id}")
+        for index, scenario in enumerate(chosen):
+            _say(f"  {scenario.name:<20} {jaeger}/trace/{trace_ids[index]}")
     elif telemetry is not None:
         _say(f"In Jaeger: {jaeger}/search?service={service}")
     # Spans the collector accepted, not spans produced: an export that failed shows here.
     sent = f"; {telemetry.spans_exported} exported to {telemetry.endpoint}" if telemetry is not None else ""
-    _say(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
+    _say(f"{count} runs in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} runs/s); "
          f"{writer.spans} spans written to {out}{sent}")
     if not load_mode:
         _say(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
@@ -206,13 +213,18 @@ def _stop_telemetry(telemetry: Telemetry | None, tracer_provider: TracerProvider
     telemetry.shutdown()
 
 
-def _with_progress(plan: Sequence[Scenario], concurrency: int, make_agent: Callable[[Scenario], Agent]) -> list[Run]:
+def _with_progress(plan: Iterable[Scenario], total: int, concurrency: int, make_agent: Callable[[Scenario], Agent],
+                   on_finished: Callable[[int, Run], None]) -> int:
     """``run_plan`` under a progress bar (on a terminal; a pipe gets no bar)."""
     columns = (TextColumn("runs", style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_console, transient=True, disable=not _console.is_terminal) as progress:
-        task = progress.add_task("runs", total=len(plan))
-        return run_plan(plan, concurrency=concurrency, make_agent=make_agent,
-                        on_finished=lambda run: progress.advance(task))
+        task = progress.add_task("runs", total=total)
+
+        def finished(index: int, run: Run) -> None:
+            on_finished(index, run)
+            progress.advance(task)
+
+        return run_plan(plan, concurrency=concurrency, make_agent=make_agent, on_finished=finished)
 
 
 def _print_traces(traces: Sequence[Trace], *, title: str) -> None:

@@ -26,7 +26,7 @@ from rich.tree import Tree
 
 from . import _names as N
 
-__all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "group_traces", "trace_tree",
+__all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "StopTally", "group_traces", "trace_tree",
            "runs_table", "listing_table", "stop_counts_table", "format_duration", "printable", "text", "MAX_SHOWN"]
 
 
@@ -301,18 +301,29 @@ def listing_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Ta
     return table
 
 
-def stop_counts_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
+class StopTally:
+    """Runs per stop reason, and the agents that stopped that way: all that load mode
+    prints, kept in memory that does not grow with the number of runs."""
+
+    def __init__(self) -> None:
+        self.runs: Counter[str] = Counter()
+        """Runs by stop reason."""
+        self.agents: dict[str, set[str]] = {}
+        """The agents of those runs, by stop reason."""
+
+    def add(self, run: RunSummary) -> None:
+        self.runs[run.stop_reason] += 1
+        self.agents.setdefault(run.stop_reason, set()).add(run.agent)
+
+
+def stop_counts_table(tally: StopTally, *, title: str | None = None) -> Table:
     """How many runs ended for each reason: the load generator's summary."""
     table = Table(title=_title(title), title_justify="left", header_style="bold")
     table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
     table.add_column("runs", justify="right")
     table.add_column("agents")
-    by_stop: dict[str, list[RunSummary]] = {}
-    for run in runs:
-        by_stop.setdefault(run.stop_reason, []).append(run)
-    for stop, group in sorted(by_stop.items(), key=lambda item: (-len(item[1]), item[0])):
-        table.add_row(text(stop, stop_style(stop)), str(len(group)),
-                      Text(", ").join(map(text, sorted({r.agent for r in group}))))
+    for stop, count in sorted(tally.runs.items(), key=lambda item: (-item[1], item[0])):
+        table.add_row(text(stop, stop_style(stop)), str(count), Text(", ").join(map(text, sorted(tally.agents[stop]))))
     return table
 
 
