@@ -31,8 +31,9 @@ from rich.console import Console
 from _fake_servers import RoutedServer
 from tracedagent import _cli
 from tracedagent import _names as N
+from tracedagent._listing import Listing
 from tracedagent._otlp_json import decode
-from tracedagent._render import StopTally, group_traces, listing_table, printable, runs_table, stop_counts_table, trace_tree
+from tracedagent._render import StopTally, group_traces, printable, runs_table, stop_counts_table, trace_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -189,7 +190,7 @@ def test_the_tables_and_trees_draw_hostile_names_at_any_width(h, width):
     for run in runs:
         tally.add(run)
     for renderable in (runs_table(runs, title=h.error), stop_counts_table(tally, title=h.error),
-                       listing_table(runs, title=h.error), trace_tree(trace)):
+                       Listing(runs, title=h.error), trace_tree(trace)):
         console.print(renderable)
     assert not unprintable(console.file.getvalue())
 

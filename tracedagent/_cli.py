@@ -41,12 +41,12 @@ from . import _names as N
 from ._budget import Stop
 from ._configure import Telemetry, configure, export_target, without_credentials
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
-from ._loop import Agent
-from ._run import Run
 from ._jaeger import JaegerClient, JaegerError
+from ._listing import SHORT_ID_DIGITS, Listing
+from ._loop import Agent
 from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
-from ._render import (Trace, group_traces, listing_table, printable, runs_table, stop_counts_table, text,
-                      trace_tree)
+from ._render import Trace, group_traces, printable, runs_table, stop_counts_table, text, trace_tree
+from ._run import Run
 from ._version import __version__
 
 __all__ = ["main", "cli"]
@@ -269,9 +269,15 @@ def show(file: Path, trace_id: str | None) -> None:
               help="How far back to look: 30m, 1h, 2d ...")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, metavar="N",
               help="Traces at most.")
+@click.option("--full-ids", is_flag=True,
+              help=f"Show whole trace ids (by default their first {SHORT_ID_DIGITS} hex digits).")
 def traces(jaeger_url: str, service: str | None, stop_reason: str | None, agent: str | None,
-           since_window: tuple[str, float], limit: int) -> None:
-    """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration."""
+           since_window: tuple[str, float], limit: int, full_ids: bool) -> None:
+    """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration.
+
+    The table fits the terminal: the start time, agent and stop reason wrap, and a column
+    that still does not fit is left out with a line that says so.
+    """
     since, window = since_window
     service = _options.service_name(service)
     tags = {**({N.STOP_REASON: stop_reason.lower()} if stop_reason else {}),
@@ -288,8 +294,9 @@ def traces(jaeger_url: str, service: str | None, stop_reason: str | None, agent:
         _say(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
              + f" at {without_credentials(jaeger_url)}.")
         return
-    _console.print(listing_table(runs, title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
-    _say("Render one with `tracedagent trace ID`.")
+    _console.print(Listing(runs, full_ids=full_ids,
+                           title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
+    _say("Render one with `tracedagent trace ID`" + ("." if full_ids else " (whole ids: `--full-ids`)."))
 
 
 @cli.command("trace")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich.table import Table
@@ -27,7 +26,8 @@ from rich.tree import Tree
 from . import _names as N
 
 __all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "StopTally", "group_traces", "trace_tree",
-           "runs_table", "listing_table", "stop_counts_table", "format_duration", "printable", "text", "MAX_SHOWN"]
+           "runs_table", "stop_counts_table", "format_duration", "format_cost", "stop_style", "printable",
+           "text", "MAX_SHOWN"]
 
 
 # --- what may reach the terminal ---------------------------------------------------------
@@ -250,10 +250,6 @@ def stop_style(stop_reason: str) -> str:
     return "green" if stop_reason == "answered" else "red"
 
 
-def _started(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def _tools(run: RunSummary) -> Text:
     """``read_ticket 1/1, refund 0/1``: per tool, calls that succeeded out of calls requested -
     the gap is a denial, a call that ran and failed, or a stop before dispatch."""
@@ -280,24 +276,6 @@ def runs_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table
     for run in runs:
         table.add_row(text(run.agent), text(run.stop_reason, stop_style(run.stop_reason)), str(run.steps),
                       f"{run.tokens:,}", format_cost(run.cost), _tools(run))
-    return table
-
-
-def listing_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
-    """Recent runs found in Jaeger: one row per run, with the trace id to look one up."""
-    table = Table(title=_title(title), title_justify="left", header_style="bold")
-    table.add_column("trace id", no_wrap=True, min_width=32)
-    table.add_column("started", no_wrap=True)
-    table.add_column("agent", no_wrap=True)
-    table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
-    table.add_column("steps", justify="right")
-    table.add_column("tokens", justify="right")
-    table.add_column("cost", justify="right")
-    table.add_column("duration", justify="right", no_wrap=True)
-    for run in runs:
-        table.add_row(text(run.trace_id), _started(run.start_ns), text(run.agent),
-                      text(run.stop_reason, stop_style(run.stop_reason)), str(run.steps),
-                      f"{run.tokens:,}", format_cost(run.cost), format_duration(run.duration_ns))
     return table
 
 
