@@ -84,4 +84,4 @@ def test_a_service_name_that_is_not_utf8_is_a_usage_error():
     could carry them."""
     result = CliRunner().invoke(_cli.cli, ["traces", "--service", "bad\udcffname"])
     assert result.exit_code == 2
-    assert "'bad\\udcffname' is not UTF-8 text" in result.stderr
+    assert "'bad\\udcffname' is not UTF-8 text" in result.output
