@@ -12,17 +12,21 @@
 
 Built on click (one dependency-free library) and rich. Every expected failure - a file
 that is not OTLP, a Jaeger that is not there, a trace that does not exist - becomes a
-``click.ClickException``: one line on stderr and exit status 1, never a traceback.
+``CliError``: one line on stderr and exit status 1, never a traceback.
+
+Traces, files, Jaeger's answers and even arguments may hold what a model or an attacker
+chose, so nothing is printed as rich markup, and everything goes out through
+``_render.text``/``printable``, which write control characters as escapes.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import click
 from opentelemetry import metrics
@@ -32,23 +36,22 @@ from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import _doctor
+from . import _doctor, _options
 from . import _names as N
 from ._budget import Stop
-from ._configure import Telemetry, configure, export_target, split_url, without_credentials
+from ._configure import Telemetry, configure, export_target, without_credentials
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
-from ._loop import Agent
-from ._run import Run
 from ._jaeger import JaegerClient, JaegerError
+from ._listing import SHORT_ID_DIGITS, Listing
+from ._loop import Agent
 from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
-from ._render import (Trace, group_traces, listing_table, runs_table, stop_counts_table,
-                      trace_tree)
+from ._render import Trace, group_traces, printable, runs_table, stop_counts_table, text, trace_tree
+from ._run import Run
 from ._version import __version__
 
 __all__ = ["main", "cli"]
 
 DEFAULT_OUT = Path("tracedagent-demo.otlp.json")
-
 
 
 def _output_width() -> int | None:
@@ -57,7 +60,20 @@ def _output_width() -> int | None:
     return None if "COLUMNS" in os.environ or sys.stdout.isatty() else 120
 
 
-_console = Console(highlight=False, width=_output_width())
+_console = Console(highlight=False, markup=False, emoji=False, width=_output_width())
+
+
+def _say(line: str) -> None:
+    """One line of the command's own output; it may quote paths and names the user chose."""
+    _console.print(text(line, limit=None))
+
+
+class CliError(click.ClickException):
+    """An expected failure: ``Error: MESSAGE`` on one line of stderr, exit status 1. The
+    message may quote a file, or Jaeger's own words: it is made printable like the rest."""
+
+    def format_message(self) -> str:
+        return printable(self.message, limit=None)
 
 
 def main() -> None:
@@ -76,39 +92,12 @@ def cli() -> None:
 
 # --- demo --------------------------------------------------------------------------------
 
-def _url(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Refuses, as a usage error, a URL that cannot even be split (``http://[::1``, port 99999)."""
-    if value is not None:
-        try:
-            split_url(value)
-        except ValueError as exc:
-            raise click.BadParameter(str(exc)) from None
-    return value
-
-
-def _jaeger_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--jaeger", "jaeger_url", metavar="URL", envvar=N.ENV_JAEGER_URL,
-                        default=N.DEFAULT_JAEGER_URL, show_default=True, callback=_url,
-                        help=f"Jaeger's query service (env {N.ENV_JAEGER_URL}).")(f)
-
-
-def _otlp_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """``--otlp`` and ``--protocol``: left ``None`` when not given, so that ``configure``
-    resolves them from the standard variables exactly as it does for any application."""
-    f = click.option("--protocol", type=click.Choice([N.PROTOCOL_GRPC, N.PROTOCOL_HTTP]),
-                     help=f"OTLP protocol (default: ${N.ENV_OTLP_PROTOCOL}, else {N.DEFAULT_PROTOCOL}); "
-                          f"the local collector takes gRPC on 4317 and HTTP on 4318.")(f)
-    return click.option("--otlp", "otlp_endpoint", metavar="URL", callback=_url,
-                        help=f"The collector's OTLP endpoint (default: ${N.ENV_OTLP_ENDPOINT}).")(f)
-
-
 @cli.command(short_help="Run scripted agents, one per stop reason; show each run's trace.")
 @click.option("--out", type=click.Path(dir_okay=False, writable=True, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Write every span here as OTLP/JSON (Jaeger's UI can upload it).")
-@_otlp_options
-@_jaeger_option
-@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
-              help="service.name of the spans.")
+@_options.otlp_options
+@_options.jaeger_option
+@_options.service_option("service.name of the spans")
 @click.option("--only", multiple=True, metavar="NAME", type=click.Choice([s.name for s in SCENARIOS]),
               help="Run only this scenario (repeatable). See --list.")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
@@ -122,7 +111,7 @@ def _otlp_options(f: Callable[..., Any]) -> Callable[..., Any]:
               help="USD per 1,000 output tokens, likewise.")
 @click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="FACTOR",
               help="Scale the simulated model and tool latencies; 0 runs without sleeping.")
-def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url: str, service: str,
+def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url: str, service: str | None,
          only: Sequence[str], list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
          price_out: float | None, pace: float) -> None:
     """Run scripted agents, one per stop reason, and show the trace of each run.
@@ -135,7 +124,8 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         _console.print(_scenario_list(chosen))
         return
     load_mode = runs is not None
-    plan = [chosen[i % len(chosen)] for i in range(len(chosen) if runs is None else runs)]
+    total = len(chosen) if runs is None else runs
+    service = _options.service_name(service)
     # A collector is used when one is named, by --otlp or by the variables configure() reads.
     try:
         sends = export_target("traces", endpoint=otlp_endpoint, protocol=protocol).endpoint_named
@@ -144,7 +134,7 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         telemetry = configure(service_name=service, endpoint=otlp_endpoint, protocol=protocol,
                               set_global=False) if sends else None
     except ValueError as exc:  # a variable's endpoint that is not a URL (--otlp was checked already)
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     if telemetry is not None:
         tracer_provider, meter_provider = telemetry.tracer_provider, telemetry.meter_provider
     else:  # embedded: nothing leaves the process but the file
@@ -153,17 +143,23 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     try:
         writer = OtlpJsonWriter(out)
     except OSError as exc:
-        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from None
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
     recording = Recording(writer, keep_trees=not load_mode)
     tracer_provider.add_span_processor(recording)
+    trace_ids: dict[int, str] = {}  # by place in the plan, for the trees and links; load mode keeps none
 
     def make_agent(scenario: Scenario) -> Agent:
         return build_agent(scenario, pace=pace, price_in=price_in, price_out=price_out,
                            tracer_provider=tracer_provider, meter_provider=meter_provider)
 
+    def finished(index: int, run: Run) -> None:
+        if not load_mode:
+            trace_ids[index] = run.trace_id
+
     started = time.perf_counter()
     try:
-        finished = _with_progress(plan, concurrency, make_agent)
+        count = _with_progress(itertools.islice(itertools.cycle(chosen), total), total, concurrency, make_agent,
+                               finished)
         seconds = time.perf_counter() - started  # the runs alone: not the final flush
     except BaseException:
         writer.discard()
@@ -172,30 +168,29 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         _stop_telemetry(telemetry, tracer_provider)
     writer.close()
     if recording.error is not None:
-        raise click.ClickException(f"could not record the spans in {out}: {recording.error}")
+        raise CliError(f"could not record the spans in {out}: {recording.error}")
 
     jaeger = without_credentials(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
     if load_mode:
-        _console.print(stop_counts_table(recording.summaries, title=f"{len(finished)} runs by stop reason"))
+        _console.print(stop_counts_table(recording.tally, title=f"{count} runs by stop reason"))
     else:
-        _print_traces([recording.trees[run.trace_id] for run in finished if run.trace_id in recording.trees],
+        _print_traces([recording.trees[trace_ids[i]] for i in sorted(trace_ids) if trace_ids[i] in recording.trees],
                       title="What each agent did")
     if telemetry is not None and not load_mode:
-        _console.print("Each run in Jaeger:")
-        for scenario, run in zip(plan, finished):
-            _console.print(f"  {scenario.name:<20} {jaeger}/trace/{run.trace_id}")
+        _say("Each run in Jaeger:")
+        for index, scenario in enumerate(chosen):
+            _say(f"  {scenario.name:<20} {jaeger}/trace/{trace_ids[index]}")
     elif telemetry is not None:
-        _console.print(f"In Jaeger: {jaeger}/search?service={service}")
+        _say(f"In Jaeger: {jaeger}/search?service={service}")
     # Spans the collector accepted, not spans produced: an export that failed shows here.
     sent = f"; {telemetry.spans_exported} exported to {telemetry.endpoint}" if telemetry is not None else ""
-    _console.print(f"{len(finished)} runs in {seconds:.1f} s ({len(finished) / max(seconds, 1e-9):.1f} runs/s); "
-                   f"{writer.spans} spans written to {out}{sent}")
+    _say(f"{count} runs in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} runs/s); "
+         f"{writer.spans} spans written to {out}{sent}")
     if not load_mode:
-        _console.print(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
+        _say(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
     if telemetry is not None and telemetry.spans_exported < writer.spans:
-        raise click.ClickException(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
-                                   f"at {telemetry.endpoint} ({telemetry.protocol}); `tracedagent doctor` checks "
-                                   "the endpoints")
+        raise CliError(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
+                       f"at {telemetry.endpoint} ({telemetry.protocol}); `tracedagent doctor` checks the endpoints")
 
 
 def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
@@ -204,7 +199,7 @@ def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
     table.add_column("stops with", no_wrap=True)
     table.add_column("what happens")
     for s in scenarios:
-        table.add_row(s.name, s.stops_with.value, s.story)
+        table.add_row(text(s.name), text(s.stops_with.value), text(s.story))
     return table
 
 
@@ -218,13 +213,18 @@ def _stop_telemetry(telemetry: Telemetry | None, tracer_provider: TracerProvider
     telemetry.shutdown()
 
 
-def _with_progress(plan: Sequence[Scenario], concurrency: int, make_agent: Callable[[Scenario], Agent]) -> list[Run]:
+def _with_progress(plan: Iterable[Scenario], total: int, concurrency: int, make_agent: Callable[[Scenario], Agent],
+                   on_finished: Callable[[int, Run], None]) -> int:
     """``run_plan`` under a progress bar (on a terminal; a pipe gets no bar)."""
-    columns = (TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("runs", style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=_console, transient=True, disable=not _console.is_terminal) as progress:
-        task = progress.add_task("runs", total=len(plan))
-        return run_plan(plan, concurrency=concurrency, make_agent=make_agent,
-                        on_finished=lambda run: progress.advance(task))
+        task = progress.add_task("runs", total=total)
+
+        def finished(index: int, run: Run) -> None:
+            on_finished(index, run)
+            progress.advance(task)
+
+        return run_plan(plan, concurrency=concurrency, make_agent=make_agent, on_finished=finished)
 
 
 def _print_traces(traces: Sequence[Trace], *, title: str) -> None:
@@ -238,105 +238,92 @@ def _print_traces(traces: Sequence[Trace], *, title: str) -> None:
 
 # --- show --------------------------------------------------------------------------------
 
-_TRACE_ID = re.compile(r"^[0-9a-fA-F]{1,32}$")
-
-
-def _trace_id(value: str) -> str:
-    if not _TRACE_ID.match(value):
-        raise click.BadParameter(f"{value!r} is not a trace id (up to 32 hex digits)")
-    return value.lower()
-
-
 @cli.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--trace", "trace_id", metavar="ID", help="Only this trace.",
-              callback=lambda ctx, param, value: None if value is None else _trace_id(value))
+              callback=lambda ctx, param, value: None if value is None else _options.trace_id(value))
 def show(file: Path, trace_id: str | None) -> None:
     """Render an OTLP/JSON trace file (such as the one `demo` writes)."""
     try:
         traces = group_traces(read_file(file))
     except OtlpJsonError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     if trace_id is not None:
         traces = [t for t in traces if t.trace_id == trace_id.zfill(32)]
         if not traces:
-            raise click.ClickException(f"{file}: no trace {trace_id}")
+            raise CliError(f"{file}: no trace {trace_id}")
     _print_traces(traces, title=f"{file}: {len(traces)} trace{'s' if len(traces) != 1 else ''}")
 
 
 # --- traces / trace ----------------------------------------------------------------------
 
-_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
-_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def _since(value: str) -> float:
-    match = _SINCE.match(value)
-    if not match or float(match.group(1)) <= 0:
-        raise click.BadParameter(f"{value!r} is not a time span like 30m, 1h or 2d")
-    return float(match.group(1)) * _SECONDS[match.group(2)]
-
-
 @cli.command(short_help="List recent runs from Jaeger.")
-@_jaeger_option
-@click.option("--service", metavar="NAME", default=N.DEFAULT_SERVICE_NAME, show_default=True,
-              help="service.name to search.")
+@_options.jaeger_option
+@_options.service_option("service.name to search")
 @click.option("--stop", "stop_reason", metavar="REASON",
               type=click.Choice([s.value for s in Stop], case_sensitive=False),
               help="Only runs that ended this way: " + ", ".join(s.value for s in Stop) + ".")
 @click.option("--agent", metavar="NAME", help="Only runs of this agent (gen_ai.agent.name).")
 @click.option("--since", "since_window", default="1h", show_default=True, metavar="SPAN",
-              callback=lambda ctx, param, value: (value, _since(value)),
+              callback=lambda ctx, param, value: (value, _options.since(value)),
               help="How far back to look: 30m, 1h, 2d ...")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, metavar="N",
               help="Traces at most.")
-def traces(jaeger_url: str, service: str, stop_reason: str | None, agent: str | None,
-           since_window: tuple[str, float], limit: int) -> None:
-    """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration."""
+@click.option("--full-ids", is_flag=True,
+              help=f"Show whole trace ids (by default their first {SHORT_ID_DIGITS} hex digits).")
+def traces(jaeger_url: str, service: str | None, stop_reason: str | None, agent: str | None,
+           since_window: tuple[str, float], limit: int, full_ids: bool) -> None:
+    """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration.
+
+    The table fits the terminal: the start time, agent and stop reason wrap, and a column
+    that still does not fit is left out with a line that says so.
+    """
     since, window = since_window
+    service = _options.service_name(service)
     tags = {**({N.STOP_REASON: stop_reason.lower()} if stop_reason else {}),
             **({N.GEN_AI_AGENT_NAME: agent} if agent else {})}
     try:
         found = JaegerClient(jaeger_url).search(service=service, limit=limit, since_seconds=window, tags=tags)
     except JaegerError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     runs = sorted((run for spans in found if spans for run in Trace(spans).runs()
                    if (not stop_reason or run.stop_reason == stop_reason.lower()) and (not agent or run.agent == agent)),
                   key=lambda r: r.start_ns, reverse=True)
     filters = ", ".join(f"{k}={v}" for k, v in (("stop", stop_reason), ("agent", agent)) if v)
     if not runs:
-        _console.print(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
-                       + f" at {without_credentials(jaeger_url)}.")
+        _say(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
+             + f" at {without_credentials(jaeger_url)}.")
         return
-    _console.print(listing_table(runs, title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
-    _console.print("Render one with `tracedagent trace ID`.")
+    _console.print(Listing(runs, full_ids=full_ids,
+                           title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))
+    _say("Render one with `tracedagent trace ID`" + ("." if full_ids else " (whole ids: `--full-ids`)."))
 
 
 @cli.command("trace")
-@click.argument("trace_id", metavar="ID", callback=lambda ctx, param, value: _trace_id(value))
-@_jaeger_option
+@click.argument("trace_id", metavar="ID", callback=lambda ctx, param, value: _options.trace_id(value))
+@_options.jaeger_option
 def trace_command(trace_id: str, jaeger_url: str) -> None:
     """Render one trace from Jaeger as a span tree."""
     try:
         spans = JaegerClient(jaeger_url).trace(trace_id)
     except JaegerError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     _print_traces(group_traces(spans), title=f"Trace {trace_id}")
 
 
 # --- doctor ------------------------------------------------------------------------------
 
 @cli.command(short_help="Check that the collector, Jaeger, Prometheus and Alertmanager answer.")
-@_otlp_options
+@_options.otlp_options
 @click.option("--collector-health", metavar="URL", envvar=N.ENV_COLLECTOR_HEALTH_URL,
-              default=N.DEFAULT_COLLECTOR_HEALTH_URL, show_default=True, callback=_url,
+              default=N.DEFAULT_COLLECTOR_HEALTH_URL, show_default=True, callback=_options.url,
               help=f"The collector's health_check extension (env {N.ENV_COLLECTOR_HEALTH_URL}).")
-@_jaeger_option
+@_options.jaeger_option
 @click.option("--prometheus", "prometheus_url", metavar="URL", envvar=N.ENV_PROMETHEUS_URL,
-              default=N.DEFAULT_PROMETHEUS_URL, show_default=True, callback=_url,
+              default=N.DEFAULT_PROMETHEUS_URL, show_default=True, callback=_options.url,
               help=f"Prometheus (env {N.ENV_PROMETHEUS_URL}).")
 @click.option("--alertmanager", "alertmanager_url", metavar="URL", envvar=N.ENV_ALERTMANAGER_URL,
-              default=N.DEFAULT_ALERTMANAGER_URL, show_default=True, callback=_url,
+              default=N.DEFAULT_ALERTMANAGER_URL, show_default=True, callback=_options.url,
               help=f"Alertmanager (env {N.ENV_ALERTMANAGER_URL}).")
 @click.option("--timeout", type=click.FloatRange(0.1, 60), default=N.DOCTOR_TIMEOUT, show_default=True,
               metavar="SECONDS", help="How long each check may take (they all run at once).")
@@ -352,15 +339,15 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
         checks = _doctor.plan(otlp=otlp_endpoint, protocol=protocol, collector_health=collector_health,
                               jaeger=jaeger_url, prometheus=prometheus_url, alertmanager=alertmanager_url)
     except ValueError as exc:  # a variable's OTLP endpoint that is not a URL (the options were checked)
-        raise click.ClickException(str(exc)) from None
+        raise CliError(str(exc)) from None
     started = time.perf_counter()
     outcomes = _doctor.run(checks, timeout=timeout)
     seconds = time.perf_counter() - started
     _console.print(_doctor.table(checks, outcomes))
     down = sum(not outcome.reachable for outcome in outcomes)
     if not down:
-        _console.print(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
+        _say(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
         return
-    _console.print(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
-                   f"{_doctor.START_THE_STACK}; see collector/README.md.")
+    _say(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
+         f"{_doctor.START_THE_STACK}; see collector/README.md.")
     sys.exit(1)

@@ -18,9 +18,9 @@ import dataclasses
 import functools
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
@@ -30,7 +30,7 @@ from ._budget import Budget, Stop
 from ._loop import Agent
 from ._otlp_json import OtlpJsonWriter, decode, encode
 from ._records import ToolCall
-from ._render import RunSummary, Trace
+from ._render import StopTally, Trace
 from ._run import Run
 from ._tools import FatalToolError, Policy, Registry, Tool, ToolError, tool
 from .testing import FakeModel, ScriptItem, tool_call
@@ -295,28 +295,41 @@ def _slowed(t: Tool, seconds: float) -> Tool:
     return dataclasses.replace(t, fn=slow)
 
 
-def run_plan(plan: Sequence[Scenario], *, concurrency: int, make_agent: Callable[[Scenario], Agent],
-             on_finished: Callable[[Run], None] = lambda run: None) -> list[Run]:
-    """Run each scenario of ``plan`` once, ``concurrency`` at a time; results in plan order.
+def run_plan(plan: Iterable[Scenario], *, concurrency: int, make_agent: Callable[[Scenario], Agent],
+             on_finished: Callable[[int, Run], None] = lambda index, run: None) -> int:
+    """Run each scenario of ``plan`` once, ``concurrency`` at a time, handing each ``Run`` to
+    ``on_finished(index, run)`` as it ends (in the thread that ran it); returns how many ran.
 
-    Threads suffice: the runs wait on (simulated) I/O, and agents share nothing.
+    Nothing here keeps a ``Run``, and at most ``2 * concurrency`` runs wait in the queue, so a
+    load of 20,000 runs takes no more memory than one of 20. Threads suffice: the runs wait
+    on (simulated) I/O, and agents share nothing.
     """
 
-    def one(scenario: Scenario) -> Run:
-        run = make_agent(scenario).run(scenario.task)
-        on_finished(run)
-        return run
+    def one(index: int, scenario: Scenario) -> None:
+        on_finished(index, make_agent(scenario).run(scenario.task))
 
+    count = 0
     if concurrency <= 1:
-        return [one(scenario) for scenario in plan]
+        for count, scenario in enumerate(plan, 1):
+            one(count - 1, scenario)
+        return count
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tracedagent-demo")
+    pending: set[Future[None]] = set()
     try:
-        return list(pool.map(one, plan))
+        for count, scenario in enumerate(plan, 1):
+            if len(pending) >= 2 * concurrency:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    future.result()  # a failure in a run's thread is raised here
+            pending.add(pool.submit(one, count - 1, scenario))
+        for future in as_completed(pending):
+            future.result()
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     finally:
         pool.shutdown(wait=True)
+    return count
 
 
 # --- recording what the runs emit ----------------------------------------------------
@@ -327,7 +340,8 @@ class Recording(SpanProcessor):
     Add it to an SDK ``TracerProvider``: when a root span ends (a run's ``invoke_agent``
     span, as nothing wraps the demo's runs) its trace is complete, so it is encoded once,
     written, and decoded back into the ``Trace`` the terminal renders. ``keep_trees=False``
-    keeps only each run's summary, so a long load-generating demo runs in constant memory.
+    keeps only the tally of stop reasons, so a long load-generating demo runs in constant
+    memory.
     """
 
     def __init__(self, writer: OtlpJsonWriter, *, keep_trees: bool = True) -> None:
@@ -335,8 +349,8 @@ class Recording(SpanProcessor):
         self.keep_trees = keep_trees
         self.trees: dict[str, Trace] = {}
         """Traces by trace id (when ``keep_trees``)."""
-        self.summaries: list[RunSummary] = []
-        """Every run's summary, in the order the runs ended."""
+        self.tally = StopTally()
+        """Every run's stop reason and agent, counted."""
         self.error: Exception | None = None
         """The first failure to write or read back a trace (the file then lacks it)."""
         self._open: dict[int, list[ReadableSpan]] = {}
@@ -360,7 +374,8 @@ class Recording(SpanProcessor):
             self.error = self.error or exc
             return
         with self._lock:
-            self.summaries.extend(finished.runs())
+            for run in finished.runs():
+                self.tally.add(run)
             if self.keep_trees:
                 self.trees[finished.trace_id] = finished
 

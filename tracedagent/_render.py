@@ -5,13 +5,18 @@ OTLP/JSON file (``tracedagent show``) and Jaeger's HTTP API (``tracedagent trace
 each is converted into ``SpanRecord`` first, so there is exactly one renderer to keep
 right. Everything shown is read off span attributes named in ``_names``: the terminal
 shows what the trace says, not what the process happened to remember.
+
+What a trace holds was partly chosen by a model - agent and tool names, error texts - and
+a prompt injection chooses it. So nothing read from a span reaches the terminal as rich
+markup or as raw control characters: every value is drawn through ``text()``, which
+returns a markup-free ``Text`` with control characters written out as escapes.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich.table import Table
@@ -20,9 +25,49 @@ from rich.tree import Tree
 
 from . import _names as N
 
-__all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "group_traces", "trace_tree",
-           "runs_table", "listing_table", "stop_counts_table", "format_duration"]
+__all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "StopTally", "group_traces", "trace_tree",
+           "runs_table", "stop_counts_table", "format_duration", "format_cost", "stop_style", "printable",
+           "text", "MAX_SHOWN"]
 
+
+# --- what may reach the terminal ---------------------------------------------------------
+
+MAX_SHOWN = 200
+"""Characters of one value (a name, an error message) shown before it is cut: names are
+read, not scrolled through, and a span may carry thousands of characters."""
+
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""C0 and C1 control characters and DEL (a terminal obeys them: ``\\x1b[2J`` clears the
+screen), lone surrogates (which no encoder writes, so printing one raises), the line and
+paragraph separators, and the bidirectional overrides that make text read other than it is."""
+
+
+def printable(value: object, *, limit: int | None = MAX_SHOWN) -> str:
+    """``value`` as text a terminal shows as it is: each unprintable character becomes a
+    Python-style escape (``\\x1b``, ``\\ud800``), and beyond ``limit`` characters the rest is
+    cut and counted."""
+    shown = value if isinstance(value, str) else str(value)
+    if limit is not None and len(shown) > limit:
+        shown = f"{shown[:limit]}… (+{len(shown) - limit:,} characters)"
+    return _UNPRINTABLE.sub(_escape, shown)
+
+
+_NAMED_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED_ESCAPES.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def text(value: object, style: str = "", *, limit: int | None = MAX_SHOWN) -> Text:
+    """``printable(value)`` as a rich ``Text``, which rich never reads as markup: the one way
+    anything from a trace, a file or the command line is drawn."""
+    return Text(printable(value, limit=limit), style=style)
+
+
+# --- spans -------------------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
 class SpanEvent:
@@ -196,26 +241,22 @@ def format_duration(ns: int) -> str:
     return f"{ms / 1000:.2f} s"
 
 
-def _cost(usd: float) -> str:
+def format_cost(usd: float) -> str:
     """No price, no number: a zero cost means nobody gave prices, not that it was free."""
     return f"${usd:.4f}" if usd > 0 else "-"
 
 
-def _tools(run: RunSummary) -> str:
-    """``read_ticket 1/1, refund 0/1``: per tool, calls that succeeded out of calls requested -
-    the gap is a denial, a call that ran and failed, or a stop before dispatch."""
-    if not run.requested:
-        return "-"
-    requested, succeeded = Counter(run.requested), Counter(run.succeeded)
-    return ", ".join(f"{name} {succeeded[name]}/{count}" for name, count in requested.items())
-
-
-def _stop_style(stop_reason: str) -> str:
+def stop_style(stop_reason: str) -> str:
     return "green" if stop_reason == "answered" else "red"
 
 
-def _started(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9).strftime("%Y-%m-%d %H:%M:%S")
+def _tools(run: RunSummary) -> Text:
+    """``read_ticket 1/1, refund 0/1``: per tool, calls that succeeded out of calls requested -
+    the gap is a denial, a call that ran and failed, or a stop before dispatch."""
+    if not run.requested:
+        return Text("-")
+    requested, succeeded = Counter(run.requested), Counter(run.succeeded)
+    return Text(", ").join(text(name) + f" {succeeded[name]}/{count}" for name, count in requested.items())
 
 
 # --- tables ----------------------------------------------------------------------------
@@ -225,7 +266,7 @@ _STOP_WIDTH = max(len("repeated_identical_call"), len("token_budget_exhausted"))
 
 def runs_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
     """What each run did: the demo's summary, and the head of ``tracedagent show``."""
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(title=_title(title), title_justify="left", header_style="bold")
     table.add_column("agent", no_wrap=True)
     table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
     table.add_column("steps", justify="right")
@@ -233,42 +274,40 @@ def runs_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table
     table.add_column("cost", justify="right")
     table.add_column("tools\nsucceeded/requested")
     for run in runs:
-        table.add_row(run.agent, Text(run.stop_reason, style=_stop_style(run.stop_reason)), str(run.steps),
-                      f"{run.tokens:,}", _cost(run.cost), _tools(run))
+        table.add_row(text(run.agent), text(run.stop_reason, stop_style(run.stop_reason)), str(run.steps),
+                      f"{run.tokens:,}", format_cost(run.cost), _tools(run))
     return table
 
 
-def listing_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
-    """Recent runs found in Jaeger: one row per run, with the trace id to look one up."""
-    table = Table(title=title, title_justify="left", header_style="bold")
-    table.add_column("trace id", no_wrap=True, min_width=32)
-    table.add_column("started", no_wrap=True)
-    table.add_column("agent", no_wrap=True)
-    table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
-    table.add_column("steps", justify="right")
-    table.add_column("tokens", justify="right")
-    table.add_column("cost", justify="right")
-    table.add_column("duration", justify="right", no_wrap=True)
-    for run in runs:
-        table.add_row(run.trace_id, _started(run.start_ns), run.agent,
-                      Text(run.stop_reason, style=_stop_style(run.stop_reason)), str(run.steps),
-                      f"{run.tokens:,}", _cost(run.cost), format_duration(run.duration_ns))
-    return table
+class StopTally:
+    """Runs per stop reason, and the agents that stopped that way: all that load mode
+    prints, kept in memory that does not grow with the number of runs."""
+
+    def __init__(self) -> None:
+        self.runs: Counter[str] = Counter()
+        """Runs by stop reason."""
+        self.agents: dict[str, set[str]] = {}
+        """The agents of those runs, by stop reason."""
+
+    def add(self, run: RunSummary) -> None:
+        self.runs[run.stop_reason] += 1
+        self.agents.setdefault(run.stop_reason, set()).add(run.agent)
 
 
-def stop_counts_table(runs: Sequence[RunSummary], *, title: str | None = None) -> Table:
+def stop_counts_table(tally: StopTally, *, title: str | None = None) -> Table:
     """How many runs ended for each reason: the load generator's summary."""
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(title=_title(title), title_justify="left", header_style="bold")
     table.add_column("stop reason", no_wrap=True, min_width=_STOP_WIDTH)
     table.add_column("runs", justify="right")
     table.add_column("agents")
-    by_stop: dict[str, list[RunSummary]] = {}
-    for run in runs:
-        by_stop.setdefault(run.stop_reason, []).append(run)
-    for stop, group in sorted(by_stop.items(), key=lambda item: (-len(item[1]), item[0])):
-        table.add_row(Text(stop, style=_stop_style(stop)), str(len(group)),
-                      ", ".join(sorted({r.agent for r in group})))
+    for stop, count in sorted(tally.runs.items(), key=lambda item: (-item[1], item[0])):
+        table.add_row(text(stop, stop_style(stop)), str(count), Text(", ").join(map(text, sorted(tally.agents[stop]))))
     return table
+
+
+def _title(title: str | None) -> Text | None:
+    """A title names files and services the user chose: drawn like any other value, uncut."""
+    return None if title is None else text(title, limit=None)
 
 
 # --- the tree --------------------------------------------------------------------------
@@ -279,7 +318,7 @@ def trace_tree(trace: Trace) -> Tree:
         tree = Tree(_label(trace.roots[0], with_trace_id=True))
         _add_children(tree, trace, trace.roots[0])
         return tree
-    tree = Tree(Text.assemble(("trace ", "bold"), (trace.trace_id, "dim")))
+    tree = Tree(Text.assemble(("trace ", "bold"), text(trace.trace_id, "dim")))
     for root in trace.roots:
         _add_children(tree.add(_label(root)), trace, root)
     return tree
@@ -290,40 +329,42 @@ def _add_children(node: Tree, trace: Trace, span: SpanRecord) -> None:
         _add_children(node.add(_label(child)), trace, child)
     for event in span.events:
         if event.name == N.STOP_EVENT:
-            reason = str(event.attributes.get(N.STOP_REASON, "?"))
-            node.add(Text.assemble(("stopped here: ", "bold red"), (reason, "red")))
+            node.add(Text.assemble(("stopped here: ", "bold red"), text(event.attributes.get(N.STOP_REASON, "?"), "red")))
 
 
 def _label(span: SpanRecord, *, with_trace_id: bool = False) -> Text:
     """One line per span: its name, its duration, then what explains it (``_details``)."""
     name = f"step {span.attributes.get(N.STEP_INDEX, '?')}" if span.name == N.STEP_SPAN_NAME else span.name
-    parts: list[tuple[str, str] | str] = [(name, "bold"), "  ", (format_duration(span.duration_ns), "cyan")]
-    for text, style in _details(span):
-        parts.extend(["  ", (text, style)])
+    parts = [text(name, "bold"), Text(format_duration(span.duration_ns), "cyan"), *_details(span)]
+    label = Text("  ").join(parts)
     if with_trace_id:
-        parts.append(("\ntrace " + span.trace_id, "dim"))
-    return Text.assemble(*parts)
+        label.append("\n").append_text(text("trace " + span.trace_id, "dim"))
+    return label
 
 
-def _details(span: SpanRecord) -> list[tuple[str, str]]:
+def _details(span: SpanRecord) -> list[Text]:
     a = span.attributes
-    failed = [(f"error: {a.get(N.ERROR_TYPE) or span.status_message or 'unknown'}", "red")] \
+    failed = [text(f"error: {a.get(N.ERROR_TYPE) or span.status_message or 'unknown'}", "red")] \
         if span.status == "error" else []
     if span.is_run:
         run = RunSummary.of(span)
-        return [(run.stop_reason, "bold " + _stop_style(run.stop_reason)),
-                (f"{run.steps} step{'s' if run.steps != 1 else ''}", "dim"), (f"{run.tokens:,} tokens", "dim"),
-                *([(_cost(run.cost), "dim")] if run.cost > 0 else [])]
+        return [text(run.stop_reason, "bold " + stop_style(run.stop_reason)),
+                Text(f"{run.steps} step{'s' if run.steps != 1 else ''}", "dim"), Text(f"{run.tokens:,} tokens", "dim"),
+                *([Text(format_cost(run.cost), "dim")] if run.cost > 0 else [])]
     if span.name == N.STEP_SPAN_NAME:
-        return [(f"{a[N.STEP_INPUT_TOKENS]} in / {a.get(N.STEP_OUTPUT_TOKENS, 0)} out", "dim")] \
-            if N.STEP_INPUT_TOKENS in a else []
+        return [_in_out(a, N.STEP_INPUT_TOKENS, N.STEP_OUTPUT_TOKENS)] if N.STEP_INPUT_TOKENS in a else []
     if span.operation == N.OP_CHAT:
-        tokens = [(f"{a[N.GEN_AI_USAGE_INPUT_TOKENS]} in / {a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS, 0)} out", "dim")] \
+        tokens = [_in_out(a, N.GEN_AI_USAGE_INPUT_TOKENS, N.GEN_AI_USAGE_OUTPUT_TOKENS)] \
             if N.GEN_AI_USAGE_INPUT_TOKENS in a else []
         finish = _as_list(a.get(N.GEN_AI_RESPONSE_FINISH_REASONS))
-        return tokens + ([("finish=" + ",".join(finish), "dim")] if finish else []) + failed
+        return tokens + ([text("finish=" + ",".join(finish), "dim")] if finish else []) + failed
     if span.operation == N.OP_EXECUTE_TOOL:
         outcome, error_type = str(a.get(N.TOOL_OUTCOME, "?")), a.get(N.ERROR_TYPE)
         style = "green" if outcome == "ok" else "yellow" if outcome == "denied" else "red"
-        return [(outcome if error_type in (None, outcome) else f"{outcome} ({error_type})", style)]
+        return [text(outcome if error_type in (None, outcome) else f"{outcome} ({error_type})", style)]
     return failed
+
+
+def _in_out(attributes: Mapping[str, Any], input_key: str, output_key: str) -> Text:
+    """``120 in / 30 out`` (attributes from a foreign span may hold anything: drawn as text)."""
+    return text(f"{attributes[input_key]} in / {attributes.get(output_key, 0)} out", "dim")

@@ -26,7 +26,7 @@ from ._stack import (ALERTMANAGER, HEALTH, JAEGER, OTLP_GRPC, OTLP_HTTP, PROMETH
 
 FINAL_LINE = re.compile(r"^(\d+) runs in [\d.]+ s \([\d.]+ runs/s\); (\d+) spans written to \S+; (\d+) exported to \S+$",
                         re.M)
-LISTING_ROW = re.compile(r"^│ ([0-9a-f]{32}) │ [\d: -]+ │ (\S+)\s+│ (\S+)\s+│", re.M)
+LISTING_ROW = re.compile(r"^([0-9a-f]{32}) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d (\S+)\s+(\S+) ", re.M)
 
 
 def rendered(text: str) -> list[str]:
@@ -96,7 +96,7 @@ def test_traces_lists_exactly_those_runs_with_their_stop_reasons(demo):
     expected = {demo.trace_ids[s.name]: (s.name, s.stops_with.value) for s in SCENARIOS}
 
     def listed():
-        result = tracedagent("traces", "--service", demo.service, "--limit", 100)
+        result = tracedagent("traces", "--service", demo.service, "--limit", 100, "--full-ids")
         assert result.returncode == 0, result.stderr
         rows = {trace_id: (agent, stop) for trace_id, agent, stop in LISTING_ROW.findall(result.stdout)}
         return rows if len(rows) >= len(expected) else None
@@ -105,7 +105,7 @@ def test_traces_lists_exactly_those_runs_with_their_stop_reasons(demo):
 
 
 def test_traces_filters_by_stop_reason(demo):
-    result = tracedagent("traces", "--service", demo.service, "--stop", "step_budget_exhausted")
+    result = tracedagent("traces", "--service", demo.service, "--stop", "step_budget_exhausted", "--full-ids")
     assert result.returncode == 0, result.stderr
     assert LISTING_ROW.findall(result.stdout) == [(demo.trace_ids["runaway-research"], "runaway-research",
                                                    "step_budget_exhausted")]
