@@ -324,6 +324,17 @@ def test_a_hung_collector_cannot_hold_shutdown(protocol: str, caplog: pytest.Log
     assert len(ours) == 1 and CANNOT_REACH in ours[0] and "no answer within 0.5 s" in ours[0]
 
 
+def test_the_outage_warning_names_what_a_pip_user_has_to_start_the_stack(caplog: pytest.LogCaptureFixture) -> None:
+    """An application installed with pip has no Makefile: the warning names Docker Compose and the doctor."""
+    telemetry = configure(endpoint=f"http://127.0.0.1:{closed_port()}", export_timeout=0.5, set_global=False)
+    make_agent(**telemetry.providers).run("add 2 and 3")
+    telemetry.force_flush()
+    telemetry.shutdown(timeout=0.5)
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    assert "`docker compose up -d`" in warning and "`tracedagent doctor`" in warning
+    assert "make" not in warning
+
+
 def test_only_our_exporters_are_quieted(caplog: pytest.LogCaptureFixture) -> None:
     """An application's own OTLP exporter, failing in the same process, still logs as the SDK does."""
     telemetry = configure(protocol="http/protobuf", endpoint=f"http://127.0.0.1:{closed_port()}",
@@ -466,3 +477,30 @@ def test_an_installed_application_provider_is_used_not_replaced() -> None:
     assert len(warnings) == 1, result.stderr
     assert receiver.spans() == [], "no exporter was added to the application's provider"
     assert N.METRIC_RUNS in receiver.metric_names()
+
+
+# --- module boundaries ---------------------------------------------------------------------
+
+def imported_modules(module: str) -> set[str]:
+    """What ``tracedagent/<module>.py`` imports, relative imports as ``tracedagent.<name>``."""
+    import ast
+    tree = ast.parse((ROOT / "tracedagent" / f"{module}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = f"tracedagent.{node.module or ''}".rstrip(".") if node.level else node.module or ""
+            found.update(f"{base}.{alias.name}" if base == "tracedagent" else base for alias in node.names)
+    return found
+
+
+def test_endpoint_resolution_needs_no_sdk_and_url_users_do_not_import_it() -> None:
+    """``_endpoints`` reads URLs and variables with the standard library; the modules that only
+    need a URL helper get it there, not from the module that builds the SDK pipeline."""
+    allowed = {"tracedagent._names", "opentelemetry.util.re"}  # the API's header parser, not the SDK
+    outside = {m for m in imported_modules("_endpoints")
+               if m.split(".")[0] not in sys.stdlib_module_names and m not in allowed}
+    assert outside == set()
+    for module in ("_http", "_jaeger", "_doctor"):
+        assert not imported_modules(module) & {"tracedagent._configure", "tracedagent._exporters"}, module

@@ -47,18 +47,15 @@ from rich.text import Text
 
 from . import _http
 from . import _names as N
-from ._configure import (ExportTarget, export_target, metrics_wanted, secret_values, split_url,
-                         traces_wanted, without_credentials)
+from ._endpoints import (ExportTarget, export_target, metrics_wanted, secret_values, split_url,
+                         start_service, traces_wanted, without_credentials)
 from ._secrets import redact
 
-__all__ = ["Check", "Outcome", "plan", "run", "table", "START_THE_STACK"]
-
-START_THE_STACK = "`make stack-up` (no Docker) or `docker compose up -d`"
-"""How to start the whole local stack, in the words of collector/README.md."""
+__all__ = ["Check", "Outcome", "plan", "run", "table"]
 
 _COMPOSE_SERVICE = {"collector": "otel-collector", "jaeger": "jaeger", "prometheus": "prometheus",
                     "alertmanager": "alertmanager"}
-"""docker-compose.yml's name for each service of the stack (``make stack-up`` starts them all)."""
+"""docker-compose.yml's name for each service of the stack."""
 
 _PROTOCOL_LABEL = {N.PROTOCOL_GRPC: "OTLP gRPC", N.PROTOCOL_HTTP: "OTLP/HTTP"}
 _MAX_BODY = 64 * 1024
@@ -101,7 +98,7 @@ class Check:
 
     @property
     def start_hint(self) -> str:
-        return f"start it: `make stack-up` (no Docker) or `docker compose up -d {_COMPOSE_SERVICE[self.service]}`"
+        return start_service(_COMPOSE_SERVICE[self.service])
 
 
 # --- what to check -----------------------------------------------------------------------
@@ -135,7 +132,7 @@ def _otlp_checks(endpoint: str | None, protocol: str | None) -> list[Check]:
         checks.append(Check(
             name=f"collector {_PROTOCOL_LABEL[target_protocol]} ({', '.join(t.signal for t in group)})",
             url=url, service="collector", probe=functools.partial(probe, group),
-            secrets=frozenset().union(*(secret_values(url, t.headers) for t in group))))
+            secrets=frozenset().union(*(t.secrets for t in group))))
     return checks
 
 
