@@ -185,6 +185,27 @@ def test_signal_specific_endpoints_are_left_to_the_sdk(protocol: str, monkeypatc
     assert sorted(s.name for s in receiver.spans()) == expected_span_names()
 
 
+@pytest.mark.parametrize("argument, variable, expected", [
+    ("2.4.1", None, "2.4.1"),
+    (None, "2.4.0-rc1", "2.4.0-rc1"),
+    ("2.4.1", "2.4.0-rc1", "2.4.1"),
+    (None, None, None),
+])
+def test_service_version_from_the_argument_over_the_variable(argument: str | None, variable: str | None,
+                                                              expected: str | None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    if variable is not None:
+        monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"service.version={variable},team=obs")
+    with HttpReceiver() as receiver:
+        telemetry = configure(protocol="http/protobuf", endpoint=receiver.endpoint, service_version=argument,
+                              set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown()
+    resources = [span.resource for span in receiver.spans()] + receiver.metric_resources()
+    assert resources and all(r.get("service.version") == expected for r in resources)
+    assert all(r["service.name"] == "tracedagent" for r in resources)
+
+
 def test_defaults_are_the_local_collector_and_the_tracedagent_service() -> None:
     telemetry = configure(set_global=False)
     try:

@@ -45,7 +45,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.metrics._internal import _ProxyMeterProvider  # the "nothing installed yet" global
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import SERVICE_NAME, OTELResourceDetector, Resource
+from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
@@ -202,8 +202,9 @@ def _within(timeout: float, work: Callable[[], None]) -> bool:
 
 # --- configure ----------------------------------------------------------------------------
 
-def configure(*, service_name: str | None = None, endpoint: str | None = None, protocol: str | None = None,
-              headers: Mapping[str, str] | None = None, resource_attributes: Mapping[str, Any] | None = None,
+def configure(*, service_name: str | None = None, service_version: str | None = None, endpoint: str | None = None,
+              protocol: str | None = None, headers: Mapping[str, str] | None = None,
+              resource_attributes: Mapping[str, Any] | None = None,
               metrics: bool | None = None, metric_export_interval: float | None = None,
               export_timeout: float | None = None, set_global: bool = True) -> Telemetry:
     """Export tracedagent's spans and metrics over OTLP; returns the handle that flushes them.
@@ -213,6 +214,8 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
 
     * ``service_name``: ``OTEL_SERVICE_NAME``, ``service.name`` in ``OTEL_RESOURCE_ATTRIBUTES``,
       else ``"tracedagent"``.
+    * ``service_version``: ``service.version`` on the resource (Jaeger shows it in the
+      process panel), else ``service.version`` in ``OTEL_RESOURCE_ATTRIBUTES``, else none.
     * ``endpoint``: the collector's base URL. ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT``
       and ``OTEL_EXPORTER_OTLP_ENDPOINT`` (read by the SDK), else ``http://127.0.0.1:4317``
       for gRPC or ``http://127.0.0.1:4318`` for HTTP. For HTTP, ``/v1/traces`` and
@@ -241,7 +244,7 @@ def configure(*, service_name: str | None = None, endpoint: str | None = None, p
     """
     if protocol is not None and protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
-    settings = _Settings(service_name=service_name, endpoint=endpoint, protocol=protocol, headers=dict(headers or {}),
+    settings = _Settings(service_name=service_name, service_version=service_version, endpoint=endpoint, protocol=protocol, headers=dict(headers or {}),
                          resource_attributes=dict(resource_attributes or {}), metrics=metrics,
                          metric_export_interval=metric_export_interval, export_timeout=export_timeout)
     if not set_global:
@@ -273,6 +276,8 @@ class _Settings:
 
     service_name: str | None
     """The ``service_name`` argument."""
+    service_version: str | None
+    """The ``service_version`` argument."""
     endpoint: str | None
     """The ``endpoint`` argument."""
     protocol: str | None
@@ -299,7 +304,7 @@ def _build(settings: _Settings, *, install: bool) -> Telemetry:
     if install:
         app_tracer, app_meter = _installed_providers(metrics_on)
     builds_provider = app_tracer is None or (metrics_on and app_meter is None)
-    resource = _resource(settings.service_name, settings.resource_attributes) if builds_provider else None
+    resource = _resource(settings) if builds_provider else None
 
     def target(signal: str) -> ExportTarget:
         return export_target(signal, endpoint=settings.endpoint, protocol=settings.protocol, headers=settings.headers,
@@ -359,12 +364,14 @@ def _installed_providers(metrics_on: bool) -> tuple[trace.TracerProvider | None,
     return app_tracer, app_meter
 
 
-def _resource(service_name: str | None, attributes: Mapping[str, Any]) -> Resource:
+def _resource(settings: _Settings) -> Resource:
     """Arguments over ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES`` (merged by the SDK's
     ``Resource.create``), over tracedagent's default service name."""
-    attributes = dict(attributes)
-    if service_name is not None:
-        attributes[SERVICE_NAME] = service_name
+    attributes = dict(settings.resource_attributes)
+    if settings.service_version is not None:
+        attributes[SERVICE_VERSION] = settings.service_version
+    if settings.service_name is not None:
+        attributes[SERVICE_NAME] = settings.service_name
     elif SERVICE_NAME not in attributes and not OTELResourceDetector().detect().attributes.get(SERVICE_NAME):
         attributes[SERVICE_NAME] = N.DEFAULT_SERVICE_NAME
     return Resource.create(attributes)
