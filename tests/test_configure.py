@@ -22,6 +22,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as PlainHttpSpanExporter
 from opentelemetry.metrics import NoOpMeterProvider
 
+from _fake_servers import Reply, serve
 from otlp_receivers import GrpcReceiver, HttpReceiver
 from tracedagent import Agent, configure, tool
 from tracedagent import _names as N
@@ -345,13 +346,73 @@ def test_a_hung_collector_cannot_hold_shutdown(protocol: str, caplog: pytest.Log
     assert len(ours) == 1 and CANNOT_REACH in ours[0] and "no answer within 0.5 s" in ours[0]
 
 
-def test_the_outage_warning_names_what_a_pip_user_has_to_start_the_stack(caplog: pytest.LogCaptureFixture) -> None:
-    """An application installed with pip has no Makefile: the warning names Docker Compose and the doctor."""
-    telemetry = configure(endpoint=f"http://127.0.0.1:{closed_port()}", export_timeout=0.5, set_global=False)
+def warnings_of_one_run(caplog: pytest.LogCaptureFixture, **arguments: object) -> list[str]:
+    """What tracedagent logs for one run exported by ``configure(**arguments)``, flushed and shut down."""
+    telemetry = configure(set_global=False, **arguments)  # type: ignore[arg-type]
     make_agent(**telemetry.providers).run("add 2 and 3")
     telemetry.force_flush()
     telemetry.shutdown(timeout=0.5)
+    return [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_endpoint_taking_traces_only_gets_one_warning_about_metrics_alone(protocol: str,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """Jaeger's own OTLP port takes traces and answers metrics exports with UNIMPLEMENTED (gRPC)
+    or 404 (HTTP): every span arrives, and the warning says so of metrics, not of the collector."""
+    caplog.set_level(logging.INFO, logger="tracedagent")
+    with RECEIVERS[protocol](traces_only=True) as receiver:
+        telemetry = configure(protocol=protocol, endpoint=receiver.endpoint, set_global=False)
+        for _ in range(3):
+            make_agent(**telemetry.providers).run("add 2 and 3")
+            telemetry.force_flush()
+        assert telemetry.shutdown()
+    assert len(receiver.spans()) == telemetry.spans_exported == 3 * len(expected_span_names())
+    assert receiver.metric_names() == set()
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    what_happened = warning.split(";")[0]
+    assert f"metrics export to {receiver.endpoint} refused as unimplemented" in what_happened
+    assert "traces" not in what_happened and CANNOT_REACH not in warning
+    assert "metrics are being dropped" in warning and "Jaeger" in warning
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("collector, happened", [("closed", "unreachable: connection refused"),
+                                                 ("hung", "timed out: no answer within")])
+def test_an_outage_warning_names_the_signal_and_what_happened(protocol: str, collector: str, happened: str,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")  # metrics alone: the warning must not say traces
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        if collector == "hung":
+            listener.listen(8)  # accepts connections, never answers
+        port = listener.getsockname()[1]
+        (warning,) = warnings_of_one_run(caplog, protocol=protocol, endpoint=f"http://127.0.0.1:{port}",
+                                         export_timeout=0.5)
+    assert f"{CANNOT_REACH} at http://127.0.0.1:{port} (metrics export {happened}" in warning
+
+
+@pytest.mark.parametrize("status, happened", [(401, "unauthorized (HTTP 401: credentials refused)"),
+                                              (500, "failed (HTTP 500)")])
+def test_a_refused_export_warning_names_the_signal_and_the_status(status: int, happened: str,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    with serve(*[Reply(status=status)] * 4) as server:
+        (warning,) = warnings_of_one_run(caplog, protocol=N.PROTOCOL_HTTP, endpoint=server.url, metrics=False)
+    assert f"traces export to {server.url} {happened}; traces are being dropped" in warning
+    assert CANNOT_REACH not in warning
+
+
+def test_a_wrong_protocol_is_named_in_the_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with HttpReceiver() as receiver:
+        (warning,) = warnings_of_one_run(caplog, protocol=N.PROTOCOL_GRPC, endpoint=receiver.endpoint, metrics=False)
+    assert f"traces export to {receiver.endpoint} not understood (answers HTTP/1.x, not gRPC)" in warning
+    assert N.ENV_OTLP_PROTOCOL in warning
+
+
+def test_the_outage_warning_names_what_a_pip_user_has_to_start_the_stack(caplog: pytest.LogCaptureFixture) -> None:
+    """An application installed with pip has no Makefile: the warning names Docker Compose and the doctor."""
+    (warning,) = warnings_of_one_run(caplog, endpoint=f"http://127.0.0.1:{closed_port()}", export_timeout=0.5)
     assert "`docker compose up -d`" in warning and "`tracedagent doctor`" in warning
     assert "make" not in warning
 

@@ -51,7 +51,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import _names as N
 from ._endpoints import PROTOCOLS, ExportTarget, export_target, metrics_wanted, traces_wanted
-from ._exporters import Collector, GuardedExporter, guarded_exporter
+from ._exporters import Collector, GuardedExporter, guarded_exporter, report_hung
 
 __all__ = ["Telemetry", "configure"]
 
@@ -132,8 +132,8 @@ class Telemetry:
             exporter.begin_closing(deadline)
         finished = _within(timeout, lambda: self._stop_providers(timeout))
         if not finished:
+            report_hung(self._exporters, timeout)
             for exporter in self._exporters:
-                exporter.collector.failed(f"no answer within {timeout:g} s of shutdown")  # a hung collector
                 exporter.close()  # aborts an export still waiting or retrying; its data is dropped
         return finished
 

@@ -2,11 +2,15 @@
 
 Each exporter ``configure()`` builds is wrapped in a small delegating exporter that:
 
-* turns a failed export into one WARNING on the ``tracedagent`` logger (and one INFO when
-  exports succeed again), shared by the exporters that send to the same collector;
+* turns failed exports into one WARNING on the ``tracedagent`` logger that names the
+  signal and what happened (and one INFO when exports succeed again). What happened is
+  learnt by asking the endpoint one empty export (``_probe``, as ``tracedagent doctor``
+  does), once per outage: the SDK's records do not say it reliably. A collector that
+  cannot be reached is one outage for every signal sent there; an endpoint that answers
+  but refuses one signal (Jaeger's OTLP port refuses metrics) is that signal's alone;
 * silences the SDK exporter's own per-batch records - only on the thread, and only for the
   duration, of one of these exports, so other exporters in the process still log as usual;
-* drops rather than waits once shutdown has begun and the collector is known to be down,
+* drops rather than waits once shutdown has begun and the endpoint is known to fail,
   or the shutdown's deadline has passed.
 """
 
@@ -24,37 +28,58 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import _names as N
 from ._endpoints import LOG_START_HINT, ExportTarget
+from ._probe import Answer, Failure, ask
 from ._secrets import redact
 
-__all__ = ["Collector", "GuardedExporter", "guarded_exporter"]
+__all__ = ["Collector", "GuardedExporter", "guarded_exporter", "report_hung"]
 
 _log = logging.getLogger("tracedagent")
 
+_OUTAGES = (Failure.UNREACHABLE, Failure.TIMED_OUT)
+"""Failures that stop every signal sent to a place, not only the one that found them."""
+_REFUSED = {
+    Failure.UNIMPLEMENTED: "refused as unimplemented",
+    Failure.WRONG_PROTOCOL: "not understood",
+    Failure.UNAUTHORIZED: "unauthorized",
+}
+"""How the warning says what happened to one signal's exports (else: ``failed``)."""
+_ADVICE = {
+    Failure.WRONG_PROTOCOL: f"is the protocol right? (protocol=..., or {N.ENV_OTLP_PROTOCOL})",
+    Failure.UNAUTHORIZED: f"check the headers (headers=..., or {N.ENV_OTLP_HEADERS})",
+}
+"""What to do about a refusal, when the failure says; else the doctor is named."""
+_TRACES_ONLY_ADVICE = ("an endpoint that takes traces only answers so, as Jaeger's OTLP port does: send metrics to "
+                       f"a collector, or turn them off (metrics=False, or {N.ENV_METRICS_EXPORTER}=none)")
+"""What to do about metrics refused as unimplemented."""
+_DOCTOR = "`tracedagent doctor` checks every endpoint"
+
 
 class Collector:
-    """Whether one collector is reachable, as its span and metric exporters find out.
+    """Whether one place (``scheme://host:port``) answers, as the exporters sending there find out.
 
-    The first failed export logs one WARNING; the first success after that, one INFO.
+    The first export that finds it unreachable or timing out logs one WARNING; the first
+    success after that, one INFO.
     """
 
     def __init__(self, where: str) -> None:
         self.where = where
         """``scheme://host:port``: what messages name."""
         self.secrets: set[str] = set()
-        """Redacted from the SDK's error text before it is logged."""
+        """Redacted from any text an endpoint or the SDK sent before it is logged."""
         self.down = False
         self._lock = threading.Lock()
 
-    def failed(self, reason: str | None) -> None:
+    def unreachable(self, signals: str, answer: Answer) -> None:
+        """An export of ``signals`` found no answer (``answer.failure`` is an outage)."""
         with self._lock:
             if self.down:
                 return
             self.down = True
-        reason = redact(reason, self.secrets) if reason else reason
-        _log.warning("tracedagent: cannot reach the collector at %s (%s); spans are being dropped; %s",
-                     self.where, reason or "export failed", LOG_START_HINT)
+        _log.warning("tracedagent: cannot reach the collector at %s (%s export %s: %s); telemetry sent there is "
+                     "dropped until it answers; %s", self.where, signals, answer.failure.value if answer.failure
+                     else "failed", redact(answer.detail, self.secrets), LOG_START_HINT)
 
-    def succeeded(self) -> None:
+    def reachable(self) -> None:
         with self._lock:
             if not self.down:
                 return
@@ -67,7 +92,20 @@ def guarded_exporter(target: ExportTarget, collectors: dict[str, Collector]) -> 
     collector = collectors.setdefault(target.where, Collector(target.where))
     collector.secrets.update(target.secrets)
     inner = _sdk_exporter(target)
-    return _SpanExporter(inner, collector) if target.signal == "traces" else _MetricExporter(inner, collector)
+    wrapper = _SpanExporter if target.signal == "traces" else _MetricExporter
+    return wrapper(inner, target, collector)
+
+
+def report_hung(exporters: Sequence[GuardedExporter], timeout: float) -> None:
+    """Shutdown gave up after ``timeout`` seconds: say so once per place, naming the signals
+    whose export was still waiting for an answer (all of them, if none was exporting)."""
+    hung = [e for e in exporters if e.exporting] or list(exporters)
+    signals: dict[Collector, list[str]] = {}
+    for exporter in hung:
+        signals.setdefault(exporter.collector, []).append(exporter.signal)
+    for collector, names in signals.items():
+        collector.unreachable(" and ".join(names), Answer(failure=Failure.TIMED_OUT,
+                                                           detail=f"no answer within {timeout:g} s of shutdown"))
 
 
 def _sdk_exporter(target: ExportTarget) -> Any:
@@ -122,50 +160,106 @@ _sdk_export_logs = _SdkExportLogs()
 
 
 class GuardedExporter:
-    """Delegates to an SDK exporter; reports outages once; bounds exports during shutdown."""
+    """Delegates to an SDK exporter; reports failures once; bounds exports during shutdown."""
 
-    signal: str
-    """``"traces"`` or ``"metrics"``."""
     exported = 0
     """Items in exports the collector accepted (spans; ``Telemetry.spans_exported``)."""
 
-    def _guard(self, inner: Any, collector: Collector) -> None:
+    def _guard(self, inner: Any, target: ExportTarget, collector: Collector) -> None:
         self.inner = inner
+        self.target = target
+        self.signal = target.signal
+        """``"traces"`` or ``"metrics"``."""
         self.collector = collector
+        self.exporting = False
+        """An export is waiting for the SDK exporter now."""
+        self._refused = False
+        """The endpoint answers, but refuses this signal's exports (until one succeeds)."""
         self._closing_deadline: float | None = None
         self._closed = False
-        self._close_lock = threading.Lock()
+        self._lock = threading.Lock()
         # The records come from the loggers of the modules defining the exporter's classes.
         for cls in type(inner).__mro__:
             if cls.__module__.startswith("opentelemetry.exporter."):
                 logging.getLogger(cls.__module__).addFilter(_sdk_export_logs)
 
+    @property
+    def failing(self) -> bool:
+        """Exports are known to fail: the place is down, or refuses this signal."""
+        return self.collector.down or self._refused
+
     def begin_closing(self, deadline: float) -> None:
         """From now on, drop rather than wait: everything once ``deadline`` (monotonic) passes,
-        and at once if the collector is known to be down - closing the SDK exporter aborts
-        an export that is sleeping between retries."""
+        and at once if exports are known to fail - closing the SDK exporter aborts an export
+        that is sleeping between retries."""
         self._closing_deadline = deadline
-        if self.collector.down:
+        if self.failing:
             self.close()
 
     def _send(self, export: Callable[[], bool]) -> bool:
         deadline = self._closing_deadline
-        if self._closed or (deadline is not None and (self.collector.down or time.monotonic() >= deadline)):
+        if self._closed or (deadline is not None and (self.failing or time.monotonic() >= deadline)):
             return False
+        self.exporting = True
         with _sdk_export_logs.held() as reasons:
             try:
                 ok = export()
             except Exception as exc:  # an exporter raising must not reach the SDK's worker thread
                 ok = False
                 reasons.append(type(exc).__name__)
+        self.exporting = False
         if ok:
-            self.collector.succeeded()
+            self._succeeded()
         elif not self._closed:  # a failure caused by our own close() is not an outage
-            self.collector.failed(reasons[0] if reasons else None)  # the first names the root error
+            self._failed(reasons[0] if reasons else None)  # the first names the root error
         return ok
 
+    def _succeeded(self) -> None:
+        self.collector.reachable()
+        with self._lock:
+            if not self._refused:
+                return
+            self._refused = False
+        _log.info("tracedagent: %s export to %s accepted again", self.signal, self.collector.where)
+
+    def _failed(self, reason: str | None) -> None:
+        """Say what happened, once: ask the endpoint, unless a failure is already reported."""
+        if self.failing:
+            return
+        answer = self._ask(reason)
+        if answer.failure in _OUTAGES:
+            self.collector.unreachable(self.signal, answer)
+            return
+        with self._lock:
+            if self._refused:
+                return
+            self._refused = True
+        failure = answer.failure or Failure.OTHER
+        advice = (_TRACES_ONLY_ADVICE if (failure, self.signal) == (Failure.UNIMPLEMENTED, "metrics")
+                  else _ADVICE.get(failure, _DOCTOR))
+        _log.warning("tracedagent: %s export to %s %s (%s); %s are being dropped; %s", self.signal,
+                     self.collector.where, _REFUSED.get(failure, "failed"),
+                     redact(answer.detail, self.collector.secrets), self.signal, advice)
+
+    def _ask(self, reason: str | None) -> Answer:
+        """What the endpoint answers an empty export of this signal now, within a second (less
+        when shutdown has begun); its answer explains the failure unless it accepts the export,
+        and then the SDK's ``reason`` does (a batch refused for what it held, say)."""
+        timeout = N.EXPORT_PROBE_TIMEOUT
+        if self._closing_deadline is not None:
+            timeout = min(timeout, self._closing_deadline - time.monotonic())
+        answer = None
+        if timeout > 0.05:
+            try:
+                answer = ask([self.target], timeout)
+            except Exception:  # asking must not fail the exporter's thread either
+                _log.debug("tracedagent: asking %s what happened failed", self.collector.where, exc_info=True)
+        if answer is None or answer.failure is None:
+            return Answer(failure=Failure.OTHER, detail=reason or "export failed", signal=self.signal)
+        return answer
+
     def close(self) -> None:
-        with self._close_lock:
+        with self._lock:
             if self._closed:
                 return
             self._closed = True
@@ -174,10 +268,8 @@ class GuardedExporter:
 
 
 class _SpanExporter(GuardedExporter, SpanExporter):
-    signal = "traces"
-
-    def __init__(self, inner: SpanExporter, collector: Collector) -> None:
-        self._guard(inner, collector)
+    def __init__(self, inner: SpanExporter, target: ExportTarget, collector: Collector) -> None:
+        self._guard(inner, target, collector)
         self._count_lock = threading.Lock()
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
@@ -195,14 +287,12 @@ class _SpanExporter(GuardedExporter, SpanExporter):
 
 
 class _MetricExporter(GuardedExporter, MetricExporter):
-    signal = "metrics"
-
-    def __init__(self, inner: MetricExporter, collector: Collector) -> None:
+    def __init__(self, inner: MetricExporter, target: ExportTarget, collector: Collector) -> None:
         # The reader asks its exporter for these; pass the OTLP exporter's own through
         # (it reads OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE and friends).
         MetricExporter.__init__(self, preferred_temporality=inner._preferred_temporality,
                                 preferred_aggregation=inner._preferred_aggregation)
-        self._guard(inner, collector)
+        self._guard(inner, target, collector)
 
     def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
         ok = self._send(lambda: self.inner.export(metrics_data, timeout_millis=timeout_millis, **kwargs)

@@ -139,6 +139,9 @@ DEFAULT_SHUTDOWN_TIMEOUT = 2.0
 EXIT_FLUSH_TIMEOUT = 1.5
 """Seconds the ``atexit`` shutdown waits at most: closing the exporters and tearing down the
 interpreter take ~0.1 s more, and process exit must stay within 2 s of a run without telemetry."""
+EXPORT_PROBE_TIMEOUT = 1.0
+"""Seconds the exporters' wrapper waits, after a failed export, for the endpoint to answer
+the empty export that tells what happened (once per outage)."""
 
 # --- Bounds ------------------------------------------------------------------------
 DEFAULT_CONTENT_MAX_LENGTH = 4096
