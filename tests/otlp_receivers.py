@@ -51,6 +51,8 @@ class Received:
 @dataclass
 class ReceivedSpan:
     name: str
+    trace_id: str
+    """Hex, as ``Run.trace_id``."""
     span_id: bytes
     attributes: dict[str, Any]
     resource: dict[str, Any]
@@ -76,7 +78,7 @@ class _Receiver:
                 resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
-                        found.append(ReceivedSpan(span.name, span.span_id,
+                        found.append(ReceivedSpan(span.name, span.trace_id.hex(), span.span_id,
                                                   {kv.key: _value(kv.value) for kv in span.attributes}, resource))
         return found
 

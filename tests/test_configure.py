@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -76,7 +78,12 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_script(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter that imports this worktree's tracedagent."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run(**script(code, **env), capture_output=True, timeout=120)
+
+
+def script(code: str, **env: str) -> dict:
+    """``subprocess`` arguments running ``code`` after a prelude that defines ``make_agent`` and ``summary``."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACEDAGENT_"))}
     environment.update(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     prelude = textwrap.dedent("""
         import json, sys
@@ -96,8 +103,8 @@ def run_script(code: str, **env: str) -> subprocess.CompletedProcess[str]:
             return [run.output, run.stop.value, run.step_count, run.trajectory(), run.input_tokens,
                     run.output_tokens, run.cost, json.loads(json.dumps(run.messages, default=str))]
     """)
-    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, env=environment,
-                          capture_output=True, text=True, timeout=120)
+    return {"args": [sys.executable, "-c", prelude + textwrap.dedent(code)], "cwd": ROOT, "env": environment,
+            "text": True}
 
 
 # --- what arrives at a real receiver ------------------------------------------------------
@@ -586,3 +593,79 @@ def test_endpoint_resolution_needs_no_sdk_and_url_users_do_not_import_it() -> No
     assert outside == set()
     for module in ("_http", "_jaeger", "_doctor"):
         assert not imported_modules(module) & {"tracedagent._configure", "tracedagent._exporters"}, module
+
+
+# --- SIGTERM ----------------------------------------------------------------------------------
+
+LOOP_UNTIL_SIGTERM = """
+    import signal, time
+    telemetry = configure(protocol={protocol!r}, endpoint={endpoint!r}, export_timeout={export_timeout})
+    print("handler", signal.getsignal(signal.SIGTERM).__module__, flush=True)
+    while True:  # until SIGTERM
+        run = make_agent().run("add 2 and 3")
+        print(run.trace_id, flush=True)  # finished
+        time.sleep(0.01)
+"""
+
+
+def finished_runs_until_sigterm(after: int, **settings: object) -> tuple[list[str], subprocess.CompletedProcess]:
+    """Start ``LOOP_UNTIL_SIGTERM``, send SIGTERM once ``after`` runs have finished; the trace
+    ids of every run that finished before the process ended, and how it ended."""
+    process = subprocess.Popen(**script(LOOP_UNTIL_SIGTERM.format(**settings)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        assert process.stdout.readline().split() == ["handler", "tracedagent._sigterm"]
+        finished = [process.stdout.readline().strip() for _ in range(after)]
+        process.send_signal(signal.SIGTERM)
+        rest, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    return finished + rest.split(), subprocess.CompletedProcess(process.args, process.returncode, rest, stderr)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_sigterm_delivers_every_finished_run_then_ends_the_process_as_sigterm_does(protocol: str) -> None:
+    with RECEIVERS[protocol]() as receiver:
+        finished, ended = finished_runs_until_sigterm(20, protocol=protocol, endpoint=receiver.endpoint,
+                                                      export_timeout=2)
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
+    assert ended.stderr == ""
+    spans_per_trace = Counter(span.trace_id for span in receiver.spans())
+    assert len(finished) >= 20
+    assert {trace_id: spans_per_trace[trace_id] for trace_id in finished} == \
+        {trace_id: len(expected_span_names()) for trace_id in finished}
+
+
+def test_a_hung_collector_cannot_keep_a_sigtermed_process_alive() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)  # accepts connections, never answers
+        _, ended = finished_runs_until_sigterm(3, protocol=N.PROTOCOL_GRPC, export_timeout=30,
+                                               endpoint=f"http://127.0.0.1:{listener.getsockname()[1]}")
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
+
+
+@pytest.mark.parametrize("setup, handler", [
+    ("configure()", "tracedagent._sigterm"),
+    ("configure(set_global=False)", "tracedagent._sigterm"),
+    ("configure(handle_sigterm=False)", "default"),
+    (f"os.environ['{N.ENV_HANDLE_SIGTERM}'] = 'false'; configure()", "default"),
+    (f"os.environ['{N.ENV_HANDLE_SIGTERM}'] = 'false'; configure(handle_sigterm=True)", "tracedagent._sigterm"),
+    ("signal.signal(signal.SIGTERM, application_handler); configure()", "application"),
+    ("signal.signal(signal.SIGTERM, signal.SIG_IGN); configure()", "ignore"),
+    ("thread = threading.Thread(target=configure); thread.start(); thread.join()", "default"),
+])
+def test_the_sigterm_handler_is_installed_only_where_the_application_has_none(setup: str, handler: str) -> None:
+    result = run_script(f"""
+        import os, signal, threading
+
+        def application_handler(signum, frame):
+            pass
+
+        {setup}
+        installed = signal.getsignal(signal.SIGTERM)
+        print({{signal.SIG_DFL: "default", signal.SIG_IGN: "ignore", application_handler: "application"}}
+              .get(installed) or installed.__module__)
+    """, OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == handler

@@ -50,6 +50,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import _names as N
+from . import _sigterm
 from ._endpoints import PROTOCOLS, ExportTarget, export_target, metrics_wanted, traces_wanted
 from ._exporters import Collector, GuardedExporter, guarded_exporter, report_hung
 
@@ -72,7 +73,8 @@ class Telemetry:
     Pass ``**telemetry.providers`` to an ``Agent`` when ``configure(set_global=False)``
     was used. Usable as a context manager: leaving the block calls ``shutdown()``.
     ``shutdown`` also runs at interpreter exit, with a 1.5 s bound so that the whole exit,
-    interpreter teardown included, waits at most about 2 s more than without telemetry.
+    interpreter teardown included, waits at most about 2 s more than without telemetry,
+    and on SIGTERM within the same bound (``_sigterm``).
     """
 
     def __init__(self, *, tracer_provider: trace.TracerProvider, meter_provider: metrics.MeterProvider,
@@ -94,9 +96,11 @@ class Telemetry:
         self._exporters = tuple(exporters)
         self._settings = settings  # to notice a second configure() asking for something else; never shown
         self._stopped = False
-        self._stop_lock = threading.Lock()
+        self._stop_lock = threading.RLock()  # reentrant: a SIGTERM handler may interrupt its holder
         if any(self._owns):
             atexit.register(self._shutdown_at_exit)
+            if _sigterm.wanted(settings.handle_sigterm):
+                _sigterm.watch(self.shutdown)
 
     @property
     def providers(self) -> dict[str, Any]:
@@ -127,6 +131,7 @@ class Telemetry:
             self._stopped = True
         if any(self._owns):
             atexit.unregister(self._shutdown_at_exit)
+            _sigterm.forget(self.shutdown)
         deadline = time.monotonic() + timeout
         for exporter in self._exporters:
             exporter.begin_closing(deadline)
@@ -206,7 +211,8 @@ def configure(*, service_name: str | None = None, service_version: str | None = 
               protocol: str | None = None, headers: Mapping[str, str] | None = None,
               resource_attributes: Mapping[str, Any] | None = None,
               metrics: bool | None = None, metric_export_interval: float | None = None,
-              export_timeout: float | None = None, set_global: bool = True) -> Telemetry:
+              export_timeout: float | None = None, handle_sigterm: bool | None = None,
+              set_global: bool = True) -> Telemetry:
     """Export tracedagent's spans and metrics over OTLP; returns the handle that flushes them.
 
     Every argument is optional; ``None`` means "from the standard environment variable,
@@ -232,6 +238,9 @@ def configure(*, service_name: str | None = None, service_version: str | None = 
     * ``metric_export_interval`` (seconds): ``OTEL_METRIC_EXPORT_INTERVAL`` (ms), else 60 s.
     * ``export_timeout`` (seconds, per export, retries included):
       ``OTEL_EXPORTER_OTLP_[SIGNAL_]TIMEOUT`` (seconds, as the Python SDK reads it), else 2 s.
+    * ``handle_sigterm``: on SIGTERM, flush (within the exit bound) before the process ends
+      as SIGTERM ends it - only if the application set no handler of its own and this is
+      the main thread. ``TRACEDAGENT_HANDLE_SIGTERM=false`` turns it off, else on.
     * ``set_global``: install the providers as OpenTelemetry's global ones (what ``Agent``
       uses by default). With ``False`` the pipeline is private: pass
       ``**telemetry.providers`` to ``Agent``; each such call builds a new pipeline.
@@ -244,9 +253,11 @@ def configure(*, service_name: str | None = None, service_version: str | None = 
     """
     if protocol is not None and protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")
-    settings = _Settings(service_name=service_name, service_version=service_version, endpoint=endpoint, protocol=protocol, headers=dict(headers or {}),
+    settings = _Settings(service_name=service_name, service_version=service_version, endpoint=endpoint,
+                         protocol=protocol, headers=dict(headers or {}),
                          resource_attributes=dict(resource_attributes or {}), metrics=metrics,
-                         metric_export_interval=metric_export_interval, export_timeout=export_timeout)
+                         metric_export_interval=metric_export_interval, export_timeout=export_timeout,
+                         handle_sigterm=handle_sigterm)
     if not set_global:
         return _build(settings, install=False)
     global _global, _warned_stopped
@@ -292,6 +303,8 @@ class _Settings:
     """The ``metric_export_interval`` argument, in seconds."""
     export_timeout: float | None
     """The ``export_timeout`` argument, in seconds."""
+    handle_sigterm: bool | None
+    """The ``handle_sigterm`` argument."""
 
     def differences(self, other: _Settings) -> list[str]:
         """The names of the settings ``other`` asks differently for (never their values)."""

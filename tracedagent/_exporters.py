@@ -98,14 +98,18 @@ def guarded_exporter(target: ExportTarget, collectors: dict[str, Collector]) -> 
 
 def report_hung(exporters: Sequence[GuardedExporter], timeout: float) -> None:
     """Shutdown gave up after ``timeout`` seconds: say so once per place, naming the signals
-    whose export was still waiting for an answer (all of them, if none was exporting)."""
-    hung = [e for e in exporters if e.exporting] or list(exporters)
-    signals: dict[Collector, list[str]] = {}
+    whose export was still waiting (all of them, if none was exporting), and what the SDK
+    had said meanwhile (an exporter retrying a refused connection is not a hung collector)."""
+    hung = [e for e in exporters if e.in_flight is not None] or list(exporters)
+    by_place: dict[Collector, list[GuardedExporter]] = {}
     for exporter in hung:
-        signals.setdefault(exporter.collector, []).append(exporter.signal)
-    for collector, names in signals.items():
-        collector.unreachable(" and ".join(names), Answer(failure=Failure.TIMED_OUT,
-                                                           detail=f"no answer within {timeout:g} s of shutdown"))
+        by_place.setdefault(exporter.collector, []).append(exporter)
+    for collector, waiting in by_place.items():
+        detail = f"no answer within {timeout:.2g} s of shutdown"
+        said = [reason for e in waiting for reason in e.in_flight or ()]
+        if said:
+            detail += f"; the exporter was retrying after: {said[0]}"
+        collector.unreachable(" and ".join(e.signal for e in waiting), Answer(failure=Failure.TIMED_OUT, detail=detail))
 
 
 def _sdk_exporter(target: ExportTarget) -> Any:
@@ -171,8 +175,8 @@ class GuardedExporter:
         self.signal = target.signal
         """``"traces"`` or ``"metrics"``."""
         self.collector = collector
-        self.exporting = False
-        """An export is waiting for the SDK exporter now."""
+        self.in_flight: list[str] | None = None
+        """While an export waits for the SDK exporter: the warnings it logged so far."""
         self._refused = False
         """The endpoint answers, but refuses this signal's exports (until one succeeds)."""
         self._closing_deadline: float | None = None
@@ -200,14 +204,15 @@ class GuardedExporter:
         deadline = self._closing_deadline
         if self._closed or (deadline is not None and (self.failing or time.monotonic() >= deadline)):
             return False
-        self.exporting = True
         with _sdk_export_logs.held() as reasons:
+            self.in_flight = reasons
             try:
                 ok = export()
             except Exception as exc:  # an exporter raising must not reach the SDK's worker thread
                 ok = False
                 reasons.append(type(exc).__name__)
-        self.exporting = False
+            finally:
+                self.in_flight = None
         if ok:
             self._succeeded()
         elif not self._closed:  # a failure caused by our own close() is not an outage

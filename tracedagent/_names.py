@@ -118,6 +118,10 @@ ENV_OTLP_METRICS_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_TIMEOUT
 ENV_METRICS_EXPORTER = _api_env.OTEL_METRICS_EXPORTER
 ENV_TRACES_EXPORTER = _api_env.OTEL_TRACES_EXPORTER
 
+ENV_HANDLE_SIGTERM = "TRACEDAGENT_HANDLE_SIGTERM"
+"""``false`` (or ``0``, ``no``, ``off``): ``configure()`` installs no SIGTERM handler; its
+``handle_sigterm`` argument overrides it."""
+
 # --- Export defaults (configure) -------------------------------------------------------
 PROTOCOL_GRPC = "grpc"
 PROTOCOL_HTTP = "http/protobuf"
