@@ -247,9 +247,9 @@ def configure(*, service_name: str | None = None, service_version: str | None = 
 
     With ``set_global=True`` it is idempotent: a second call returns the first handle (and
     warns if it asked for different settings, and once if that handle was shut down: its
-    providers drop spans, and OpenTelemetry's global providers cannot be replaced). If the application already installed a
-    global tracer or meter provider, that provider is used as it is - one warning says
-    so - and tracedagent adds no exporter to it.
+    providers drop spans, and OpenTelemetry's global providers cannot be replaced). If the
+    application already installed a global tracer or meter provider, that provider is used
+    as it is - one warning says so - and tracedagent adds no exporter to it.
     """
     if protocol is not None and protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, not {protocol!r}")

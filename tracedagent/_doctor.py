@@ -156,14 +156,14 @@ def run(checks: Sequence[Check], *, timeout: float = N.DOCTOR_TIMEOUT) -> list[O
     """
     outcomes: list[Outcome | None] = [None] * len(checks)
 
-    def ask(index: int, check: Check) -> None:
+    def check_one(index: int, check: Check) -> None:
         try:
             outcome = check.probe(timeout)
         except Exception as exc:  # a check must never crash the doctor
             outcome = Outcome(reachable=False, detail=f"the check failed ({type(exc).__name__})")
         outcomes[index] = _redacted(outcome, check.secrets)
 
-    threads = [threading.Thread(target=ask, args=(i, check), name="tracedagent-doctor", daemon=True)
+    threads = [threading.Thread(target=check_one, args=(i, check), name="tracedagent-doctor", daemon=True)
                for i, check in enumerate(checks)]
     for thread in threads:
         thread.start()
@@ -197,8 +197,9 @@ def table(checks: Sequence[Check], outcomes: Sequence[Outcome]) -> Table:
 # --- the probes --------------------------------------------------------------------------
 
 _OTLP_HINTS = {
-    (Failure.WRONG_PROTOCOL, N.PROTOCOL_GRPC): "an OTLP/HTTP port? use --protocol http/protobuf (or OTEL_EXPORTER_OTLP_PROTOCOL)",
-    (Failure.WRONG_PROTOCOL, N.PROTOCOL_HTTP): "an OTLP gRPC port? use --protocol grpc (or OTEL_EXPORTER_OTLP_PROTOCOL)",
+    (Failure.WRONG_PROTOCOL, N.PROTOCOL_GRPC): ("an OTLP/HTTP port? use --protocol http/protobuf "
+                                                f"(or {N.ENV_OTLP_PROTOCOL})"),
+    (Failure.WRONG_PROTOCOL, N.PROTOCOL_HTTP): f"an OTLP gRPC port? use --protocol grpc (or {N.ENV_OTLP_PROTOCOL})",
     (Failure.UNIMPLEMENTED, N.PROTOCOL_GRPC): "is this the collector's OTLP gRPC port (4317)?",
     (Failure.UNIMPLEMENTED, N.PROTOCOL_HTTP): "is this the collector's OTLP/HTTP port (4318)?",
 }

@@ -52,6 +52,8 @@ _TRACES_ONLY_ADVICE = ("an endpoint that takes traces only answers so, as Jaeger
                        f"a collector, or turn them off (metrics=False, or {N.ENV_METRICS_EXPORTER}=none)")
 """What to do about metrics refused as unimplemented."""
 _DOCTOR = "`tracedagent doctor` checks every endpoint"
+_MIN_PROBE_TIME = 0.05
+"""Seconds below which asking the endpoint is not worth starting (shutdown's time is up)."""
 
 
 class Collector:
@@ -70,14 +72,16 @@ class Collector:
         self._lock = threading.Lock()
 
     def unreachable(self, signals: str, answer: Answer) -> None:
-        """An export of ``signals`` found no answer (``answer.failure`` is an outage)."""
+        """An export of ``signals`` found no answer: ``answer.failure`` is an outage, or
+        ``OTHER`` when there was no time left to ask what happened."""
         with self._lock:
             if self.down:
                 return
             self.down = True
+        what = answer.failure.value if answer.failure in _OUTAGES else "failed"
         _log.warning("tracedagent: cannot reach the collector at %s (%s export %s: %s); telemetry sent there is "
-                     "dropped until it answers; %s", self.where, signals, answer.failure.value if answer.failure
-                     else "failed", redact(answer.detail, self.secrets), LOG_START_HINT)
+                     "dropped until it answers; %s", self.where, signals, what, redact(answer.detail, self.secrets),
+                     LOG_START_HINT)
 
     def reachable(self) -> None:
         with self._lock:
@@ -231,7 +235,12 @@ class GuardedExporter:
         """Say what happened, once: ask the endpoint, unless a failure is already reported."""
         if self.failing:
             return
-        answer = self._ask(reason)
+        answer = self._ask()
+        if answer is None:  # no time left to ask (shutdown): most likely the outage it ends with
+            self.collector.unreachable(self.signal, Answer(failure=Failure.OTHER, detail=reason or "export failed"))
+            return
+        if answer.failure is None:  # it takes an empty export: this batch was refused for what it held
+            answer = Answer(failure=Failure.OTHER, detail=reason or "export failed", signal=self.signal)
         if answer.failure in _OUTAGES:
             self.collector.unreachable(self.signal, answer)
             return
@@ -246,22 +255,19 @@ class GuardedExporter:
                      self.collector.where, _REFUSED.get(failure, "failed"),
                      redact(answer.detail, self.collector.secrets), self.signal, advice)
 
-    def _ask(self, reason: str | None) -> Answer:
+    def _ask(self) -> Answer | None:
         """What the endpoint answers an empty export of this signal now, within a second (less
-        when shutdown has begun); its answer explains the failure unless it accepts the export,
-        and then the SDK's ``reason`` does (a batch refused for what it held, say)."""
+        once shutdown has begun); ``None`` when there is no time left to ask, or asking failed."""
         timeout = N.EXPORT_PROBE_TIMEOUT
         if self._closing_deadline is not None:
             timeout = min(timeout, self._closing_deadline - time.monotonic())
-        answer = None
-        if timeout > 0.05:
-            try:
-                answer = ask([self.target], timeout)
-            except Exception:  # asking must not fail the exporter's thread either
-                _log.debug("tracedagent: asking %s what happened failed", self.collector.where, exc_info=True)
-        if answer is None or answer.failure is None:
-            return Answer(failure=Failure.OTHER, detail=reason or "export failed", signal=self.signal)
-        return answer
+        if timeout < _MIN_PROBE_TIME:
+            return None
+        try:
+            return ask([self.target], timeout)
+        except Exception:  # asking must not fail the exporter's thread either
+            _log.debug("tracedagent: asking %s what happened failed", self.collector.where, exc_info=True)
+            return None
 
     def close(self) -> None:
         with self._lock:

@@ -132,7 +132,8 @@ def _grpc_failure(exc: Any, timeout: float, signal: str) -> Answer:
     if code is grpc.StatusCode.UNIMPLEMENTED:
         return Answer(failure=Failure.UNIMPLEMENTED, signal=signal,
                       detail="gRPC UNIMPLEMENTED: answers gRPC, but has no OTLP receiver for it")
-    return Answer(failure=Failure.OTHER, signal=signal, detail=f"gRPC {code.name if code else 'error'}: {details[:200]}")
+    return Answer(failure=Failure.OTHER, signal=signal,
+                  detail=f"gRPC {code.name if code else 'error'}: {details[:200]}")
 
 
 def _http_export(targets: Sequence[ExportTarget], timeout: float) -> Answer:
@@ -154,7 +155,8 @@ def _http_export(targets: Sequence[ExportTarget], timeout: float) -> Answer:
             failure = http_failure(exc, timeout)
             return Answer(failure=failure.failure, signal=target.signal, detail=failure.detail)
         if status in (401, 403):
-            return Answer(failure=Failure.UNAUTHORIZED, signal=target.signal, detail=f"HTTP {status}: credentials refused")
+            return Answer(failure=Failure.UNAUTHORIZED, signal=target.signal,
+                          detail=f"HTTP {status}: credentials refused")
         if status == 404:
             return Answer(failure=Failure.UNIMPLEMENTED, signal=target.signal,
                           detail="HTTP 404: no OTLP receiver at this path")
