@@ -4,7 +4,9 @@
 ``GrpcReceiver`` is a real gRPC server implementing the collector's trace and metrics
 services. Both record every request (its headers or metadata and its decoded message)
 before answering, so once an exporter's flush has returned, what it sent is here.
-Neither is a collector: no batching, no processing, no forwarding.
+Neither is a collector: no batching, no processing, no forwarding. With
+``traces_only=True`` either answers metrics exports as Jaeger's own OTLP receiver does
+(gRPC ``UNIMPLEMENTED``, HTTP 404): it takes traces only.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Received:
 @dataclass
 class ReceivedSpan:
     name: str
+    trace_id: str
+    """Hex, as ``Run.trace_id``."""
     span_id: bytes
     attributes: dict[str, Any]
     resource: dict[str, Any]
@@ -74,7 +78,7 @@ class _Receiver:
                 resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
-                        found.append(ReceivedSpan(span.name, span.span_id,
+                        found.append(ReceivedSpan(span.name, span.trace_id.hex(), span.span_id,
                                                   {kv.key: _value(kv.value) for kv in span.attributes}, resource))
         return found
 
@@ -93,7 +97,7 @@ class _Receiver:
 class HttpReceiver(_Receiver):
     """OTLP/HTTP protobuf on ``127.0.0.1:port`` (``port=0`` picks a free one)."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, traces_only: bool = False) -> None:
         super().__init__()
         receiver = self
 
@@ -101,7 +105,7 @@ class HttpReceiver(_Receiver):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 message_type = _MESSAGES.get(self.path)
-                if message_type is None:
+                if message_type is None or (traces_only and self.path == _METRICS):
                     self.send_response(404)
                     self.end_headers()
                     return
@@ -133,7 +137,7 @@ class HttpReceiver(_Receiver):
 class GrpcReceiver(_Receiver):
     """The OTLP gRPC trace and metrics services on ``127.0.0.1:port``."""
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, traces_only: bool = False) -> None:
         super().__init__()
         receiver = self
 
@@ -152,7 +156,8 @@ class GrpcReceiver(_Receiver):
 
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), self._server)
-        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), self._server)
+        if not traces_only:  # a service the server lacks is answered UNIMPLEMENTED
+            metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), self._server)
         self.port = self._server.add_insecure_port(f"127.0.0.1:{port}")
         self.endpoint = f"http://127.0.0.1:{self.port}"
 

@@ -21,6 +21,7 @@ import pytest
 from opentelemetry import metrics
 from opentelemetry.sdk.trace import TracerProvider
 
+from tracedagent import Stop
 from tracedagent._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from tracedagent._otlp_json import OtlpJsonWriter
 from tracedagent._run import Run
@@ -107,9 +108,9 @@ def test_recording_in_load_mode_keeps_no_trees_and_counts_every_run(tmp_path):
     writer.close()
     assert recording.error is None
     assert recording.trees == {}
-    expected = Counter(SCENARIOS[i % len(SCENARIOS)].stops_with.value for i in range(runs))
-    assert dict(recording.tally.runs) == dict(expected)
-    assert recording.tally.agents["answered"] == {"help-desk", "prompt-injection"}
+    agents = [agent for i in range(runs) for agent in SCENARIOS[i % len(SCENARIOS)].agents()]
+    assert dict(recording.tally.runs) == dict(Counter(agent.stops_with.value for agent in agents))
+    assert recording.tally.agents["answered"] == {a.name for a in agents if a.stops_with is Stop.ANSWERED}
 
 
 def test_the_load_memory_benchmark_runs_and_prints_its_figures():

@@ -12,17 +12,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as PlainHttpSpanExporter
 from opentelemetry.metrics import NoOpMeterProvider
 
-from _fake_servers import closed_port
+from _fake_servers import Reply, closed_port, serve
 from otlp_receivers import GrpcReceiver, HttpReceiver
 from sample_tools import add
 from tracedagent import Agent, configure
@@ -64,7 +66,12 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_script(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter that imports this worktree's tracedagent."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run(**script(code, **env), capture_output=True, timeout=120)
+
+
+def script(code: str, **env: str) -> dict:
+    """``subprocess`` arguments running ``code`` after a prelude that defines ``make_agent`` and ``summary``."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACEDAGENT_"))}
     environment.update(env, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
     prelude = textwrap.dedent("""
         import json, sys
@@ -80,8 +87,8 @@ def run_script(code: str, **env: str) -> subprocess.CompletedProcess[str]:
             return [run.output, run.stop.value, run.step_count, run.trajectory(), run.input_tokens,
                     run.output_tokens, run.cost, json.loads(json.dumps(run.messages, default=str))]
     """)
-    return subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code)], cwd=ROOT, env=environment,
-                          capture_output=True, text=True, timeout=120)
+    return {"args": [sys.executable, "-c", prelude + textwrap.dedent(code)], "cwd": ROOT, "env": environment,
+            "text": True}
 
 
 # --- what arrives at a real receiver ------------------------------------------------------
@@ -168,6 +175,27 @@ def test_signal_specific_endpoints_are_left_to_the_sdk(protocol: str, monkeypatc
 
     assert telemetry.endpoint == signal_url
     assert sorted(s.name for s in receiver.spans()) == expected_span_names()
+
+
+@pytest.mark.parametrize("argument, variable, expected", [
+    ("2.4.1", None, "2.4.1"),
+    (None, "2.4.0-rc1", "2.4.0-rc1"),
+    ("2.4.1", "2.4.0-rc1", "2.4.1"),
+    (None, None, None),
+])
+def test_service_version_from_the_argument_over_the_variable(argument: str | None, variable: str | None,
+                                                              expected: str | None,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    if variable is not None:
+        monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"service.version={variable},team=obs")
+    with HttpReceiver() as receiver:
+        telemetry = configure(protocol="http/protobuf", endpoint=receiver.endpoint, service_version=argument,
+                              set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown()
+    resources = [span.resource for span in receiver.spans()] + receiver.metric_resources()
+    assert resources and all(r.get("service.version") == expected for r in resources)
+    assert all(r["service.name"] == "tracedagent" for r in resources)
 
 
 def test_defaults_are_the_local_collector_and_the_tracedagent_service() -> None:
@@ -307,6 +335,77 @@ def test_a_hung_collector_cannot_hold_shutdown(protocol: str, caplog: pytest.Log
     assert run.ok
     ours = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
     assert len(ours) == 1 and CANNOT_REACH in ours[0] and "no answer within 0.5 s" in ours[0]
+
+
+def warnings_of_one_run(caplog: pytest.LogCaptureFixture, **arguments: object) -> list[str]:
+    """What tracedagent logs for one run exported by ``configure(**arguments)``, flushed and shut down."""
+    telemetry = configure(set_global=False, **arguments)  # type: ignore[arg-type]
+    make_agent(**telemetry.providers).run("add 2 and 3")
+    telemetry.force_flush()
+    telemetry.shutdown(timeout=0.5)
+    return [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_endpoint_taking_traces_only_gets_one_warning_about_metrics_alone(protocol: str,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """Jaeger's own OTLP port takes traces and answers metrics exports with UNIMPLEMENTED (gRPC)
+    or 404 (HTTP): every span arrives, and the warning says so of metrics, not of the collector."""
+    caplog.set_level(logging.INFO, logger="tracedagent")
+    with RECEIVERS[protocol](traces_only=True) as receiver:
+        telemetry = configure(protocol=protocol, endpoint=receiver.endpoint, set_global=False)
+        for _ in range(3):
+            make_agent(**telemetry.providers).run("add 2 and 3")
+            telemetry.force_flush()
+        assert telemetry.shutdown()
+    assert len(receiver.spans()) == telemetry.spans_exported == 3 * len(expected_span_names())
+    assert receiver.metric_names() == set()
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    what_happened = warning.split(";")[0]
+    assert f"metrics export to {receiver.endpoint} refused as unimplemented" in what_happened
+    assert "traces" not in what_happened and CANNOT_REACH not in warning
+    assert "metrics are being dropped" in warning and "Jaeger" in warning
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("collector, happened", [("closed", "unreachable: connection refused"),
+                                                 ("hung", "timed out: no answer within")])
+def test_an_outage_warning_names_the_signal_and_what_happened(protocol: str, collector: str, happened: str,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "none")  # metrics alone: the warning must not say traces
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        if collector == "hung":
+            listener.listen(8)  # accepts connections, never answers
+        port = listener.getsockname()[1]
+        (warning,) = warnings_of_one_run(caplog, protocol=protocol, endpoint=f"http://127.0.0.1:{port}",
+                                         export_timeout=0.5)
+    assert f"{CANNOT_REACH} at http://127.0.0.1:{port} (metrics export {happened}" in warning
+
+
+@pytest.mark.parametrize("status, happened", [(401, "unauthorized (HTTP 401: credentials refused)"),
+                                              (500, "failed (HTTP 500)")])
+def test_a_refused_export_warning_names_the_signal_and_the_status(status: int, happened: str,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    with serve(*[Reply(status=status)] * 4) as server:
+        (warning,) = warnings_of_one_run(caplog, protocol=N.PROTOCOL_HTTP, endpoint=server.url, metrics=False)
+    assert f"traces export to {server.url} {happened}; traces are being dropped" in warning
+    assert CANNOT_REACH not in warning
+
+
+def test_a_wrong_protocol_is_named_in_the_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with HttpReceiver() as receiver:
+        (warning,) = warnings_of_one_run(caplog, protocol=N.PROTOCOL_GRPC, endpoint=receiver.endpoint, metrics=False)
+    assert f"traces export to {receiver.endpoint} not understood (answers HTTP/1.x, not gRPC)" in warning
+    assert N.ENV_OTLP_PROTOCOL in warning
+
+
+def test_the_outage_warning_names_what_a_pip_user_has_to_start_the_stack(caplog: pytest.LogCaptureFixture) -> None:
+    """An application installed with pip has no Makefile: the warning names Docker Compose and the doctor."""
+    (warning,) = warnings_of_one_run(caplog, endpoint=f"http://127.0.0.1:{closed_port()}", export_timeout=0.5)
+    assert "`docker compose up -d`" in warning and "`tracedagent doctor`" in warning
+    assert "make" not in warning
 
 
 def test_only_our_exporters_are_quieted(caplog: pytest.LogCaptureFixture) -> None:
@@ -451,3 +550,106 @@ def test_an_installed_application_provider_is_used_not_replaced() -> None:
     assert len(warnings) == 1, result.stderr
     assert receiver.spans() == [], "no exporter was added to the application's provider"
     assert N.METRIC_RUNS in receiver.metric_names()
+
+
+# --- module boundaries ---------------------------------------------------------------------
+
+def imported_modules(module: str) -> set[str]:
+    """What ``tracedagent/<module>.py`` imports, relative imports as ``tracedagent.<name>``."""
+    import ast
+    tree = ast.parse((ROOT / "tracedagent" / f"{module}.py").read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = f"tracedagent.{node.module or ''}".rstrip(".") if node.level else node.module or ""
+            found.update(f"{base}.{alias.name}" if base == "tracedagent" else base for alias in node.names)
+    return found
+
+
+def test_endpoint_resolution_needs_no_sdk_and_url_users_do_not_import_it() -> None:
+    """``_endpoints`` reads URLs and variables with the standard library; the modules that only
+    need a URL helper get it there, not from the module that builds the SDK pipeline."""
+    allowed = {"tracedagent._names", "opentelemetry.util.re"}  # the API's header parser, not the SDK
+    outside = {m for m in imported_modules("_endpoints")
+               if m.split(".")[0] not in sys.stdlib_module_names and m not in allowed}
+    assert outside == set()
+    for module in ("_http", "_jaeger", "_doctor"):
+        assert not imported_modules(module) & {"tracedagent._configure", "tracedagent._exporters"}, module
+
+
+# --- SIGTERM ----------------------------------------------------------------------------------
+
+LOOP_UNTIL_SIGTERM = """
+    import signal, time
+    telemetry = configure(protocol={protocol!r}, endpoint={endpoint!r}, export_timeout={export_timeout})
+    print("handler", signal.getsignal(signal.SIGTERM).__module__, flush=True)
+    while True:  # until SIGTERM
+        run = make_agent().run("add 2 and 3")
+        print(run.trace_id, flush=True)  # finished
+        time.sleep(0.01)
+"""
+
+
+def finished_runs_until_sigterm(after: int, **settings: object) -> tuple[list[str], subprocess.CompletedProcess]:
+    """Start ``LOOP_UNTIL_SIGTERM``, send SIGTERM once ``after`` runs have finished; the trace
+    ids of every run that finished before the process ended, and how it ended."""
+    process = subprocess.Popen(**script(LOOP_UNTIL_SIGTERM.format(**settings)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    try:
+        assert process.stdout.readline().split() == ["handler", "tracedagent._sigterm"]
+        finished = [process.stdout.readline().strip() for _ in range(after)]
+        process.send_signal(signal.SIGTERM)
+        rest, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    return finished + rest.split(), subprocess.CompletedProcess(process.args, process.returncode, rest, stderr)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_sigterm_delivers_every_finished_run_then_ends_the_process_as_sigterm_does(protocol: str) -> None:
+    with RECEIVERS[protocol]() as receiver:
+        finished, ended = finished_runs_until_sigterm(20, protocol=protocol, endpoint=receiver.endpoint,
+                                                      export_timeout=2)
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
+    assert ended.stderr == ""
+    spans_per_trace = Counter(span.trace_id for span in receiver.spans())
+    assert len(finished) >= 20
+    assert {trace_id: spans_per_trace[trace_id] for trace_id in finished} == \
+        {trace_id: len(expected_span_names()) for trace_id in finished}
+
+
+def test_a_hung_collector_cannot_keep_a_sigtermed_process_alive() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)  # accepts connections, never answers
+        _, ended = finished_runs_until_sigterm(3, protocol=N.PROTOCOL_GRPC, export_timeout=30,
+                                               endpoint=f"http://127.0.0.1:{listener.getsockname()[1]}")
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
+
+
+@pytest.mark.parametrize("setup, handler", [
+    ("configure()", "tracedagent._sigterm"),
+    ("configure(set_global=False)", "tracedagent._sigterm"),
+    ("configure(handle_sigterm=False)", "default"),
+    (f"os.environ['{N.ENV_HANDLE_SIGTERM}'] = 'false'; configure()", "default"),
+    (f"os.environ['{N.ENV_HANDLE_SIGTERM}'] = 'false'; configure(handle_sigterm=True)", "tracedagent._sigterm"),
+    ("signal.signal(signal.SIGTERM, application_handler); configure()", "application"),
+    ("signal.signal(signal.SIGTERM, signal.SIG_IGN); configure()", "ignore"),
+    ("thread = threading.Thread(target=configure); thread.start(); thread.join()", "default"),
+])
+def test_the_sigterm_handler_is_installed_only_where_the_application_has_none(setup: str, handler: str) -> None:
+    result = run_script(f"""
+        import os, signal, threading
+
+        def application_handler(signum, frame):
+            pass
+
+        {setup}
+        installed = signal.getsignal(signal.SIGTERM)
+        print({{signal.SIG_DFL: "default", signal.SIG_IGN: "ignore", application_handler: "application"}}
+              .get(installed) or installed.__module__)
+    """, OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == handler

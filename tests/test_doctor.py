@@ -53,6 +53,7 @@ def hint_after(output: str, name: str) -> str:
     return lines[index + 1].split("│")[4].strip()
 
 
+RECEIVERS = {N.PROTOCOL_GRPC: GrpcReceiver, N.PROTOCOL_HTTP: HttpReceiver}
 JAEGER_SERVICES = Reply(body=json.dumps({"data": ["shop", "jaeger"], "total": 2, "errors": None}).encode())
 
 
@@ -173,6 +174,35 @@ def test_a_wrong_protocol_is_named_as_such(stub):
     assert row(http_at_grpc.stdout, "collector OTLP/HTTP (traces)")[1:] == \
         ("unreachable", "closed the connection without an HTTP answer")
     assert "use --protocol grpc" in hint_after(http_at_grpc.stdout, "collector OTLP/HTTP (traces)")
+
+
+@pytest.mark.parametrize("protocol", [N.PROTOCOL_GRPC, N.PROTOCOL_HTTP])
+def test_an_endpoint_taking_traces_only_is_explained_as_jaegers(stub, protocol):
+    """Jaeger's own OTLP port takes traces and refuses metrics as unimplemented (gRPC
+    UNIMPLEMENTED, HTTP 404): the doctor says which signal goes through, and why not the other."""
+    with RECEIVERS[protocol](traces_only=True) as receiver:
+        result = doctor(*everything_at(stub.url, otlp=receiver.endpoint), "--protocol", protocol)
+        asked = sorted(r.path for r in receiver.requests)
+    assert result.returncode == 1, result.stdout
+    status = {N.PROTOCOL_GRPC: "gRPC UNIMPLEMENTED", N.PROTOCOL_HTTP: "HTTP 404"}[protocol]
+    if protocol == N.PROTOCOL_GRPC:
+        name = "collector OTLP gRPC (traces, metrics)"
+        assert asked == ["/v1/traces"], "traces were taken; the refused metrics call is not recorded"
+    else:
+        name = "collector OTLP/HTTP (metrics)"
+        assert row(result.stdout, "collector OTLP/HTTP (traces)")[1] == "reachable"
+        assert asked == ["/v1/traces", "/v1/traces"], "the traces row, and the metrics row's question about traces"
+    assert row(result.stdout, name)[1:] == ("unreachable", f"accepts traces, but refuses metrics as unimplemented "
+                                                           f"({status})")
+    assert hint_after(result.stdout, name).startswith("Jaeger's OTLP port? it takes traces only")
+
+
+def test_a_missing_metrics_receiver_is_not_called_jaeger_when_traces_are_refused_too(stub):
+    with HttpReceiver() as receiver:
+        result = doctor(*everything_at(stub.url, otlp=f"{receiver.endpoint}/elsewhere"), "--protocol", N.PROTOCOL_HTTP)
+    assert row(result.stdout, "collector OTLP/HTTP (metrics)")[1:] == \
+        ("unreachable", "HTTP 404: no OTLP receiver at this path")
+    assert "Jaeger's OTLP port" not in result.stdout
 
 
 def test_something_else_on_a_port_is_not_taken_for_the_service(stub):

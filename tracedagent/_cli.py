@@ -39,7 +39,8 @@ from rich.table import Table
 from . import _doctor, _options
 from . import _names as N
 from ._budget import Stop
-from ._configure import Telemetry, configure, export_target, without_credentials
+from ._configure import Telemetry, configure
+from ._endpoints import START_THE_STACK, export_target, without_credentials
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from ._jaeger import JaegerClient, JaegerError
 from ._listing import SHORT_ID_DIGITS, Listing
@@ -349,5 +350,5 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
         _say(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
         return
     _say(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
-         f"{_doctor.START_THE_STACK}; see collector/README.md.")
+         f"{START_THE_STACK}; see collector/README.md.")
     sys.exit(1)

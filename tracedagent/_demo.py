@@ -13,11 +13,12 @@ what the file holds.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import copy
 import dataclasses
 import functools
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
@@ -29,13 +30,13 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from ._budget import Budget, Stop
 from ._loop import Agent
 from ._otlp_json import OtlpJsonWriter, decode, encode
-from ._records import ToolCall
+from ._records import Completion, ToolCall
 from ._render import StopTally, Trace
 from ._run import Run
 from ._tools import FatalToolError, Policy, Registry, Tool, ToolError, tool
 from .testing import FakeModel, ScriptItem, tool_call
 
-__all__ = ["Scenario", "SCENARIOS", "build_agent", "run_plan", "Recording"]
+__all__ = ["Scenario", "SCENARIOS", "build_agent", "run_scenario", "run_plan", "Recording"]
 
 SYSTEM_PROMPT = "You are the support agent of a small online shop. Use the tools; never guess."
 
@@ -129,6 +130,16 @@ def refund(order_id: str, amount: float) -> str:
     return f"refunded ${amount:.2f} on {order_id}"
 
 
+def track_parcel(carrier: str, order_id: str) -> str:
+    """Ask a carrier's tracking API where a parcel is.
+
+    Args:
+        carrier: DHL, UPS or FedEx.
+        order_id: The order number.
+    """
+    return f"{carrier}: {order_id} is at the regional hub"
+
+
 def refunds_need_a_human(call: ToolCall) -> str | None:
     """The registry's guardrail: the agent may request a refund, but never execute one."""
     if call.name == "refund":
@@ -162,6 +173,14 @@ class Scenario:
     """Seconds each model call takes."""
     tool_latency: float = 0.04
     """Seconds each tool call takes."""
+    driver: str = "run"
+    """``run``, or ``arun`` (which dispatches a turn's calls in parallel and enforces deadlines)."""
+    sub_agents: Sequence[Scenario] = ()
+    """Agents this one may delegate to (``Agent.as_tool``), each a scenario of its own."""
+
+    def agents(self) -> list[Scenario]:
+        """This scenario and its sub-agents', depth first: one run each, in the same trace."""
+        return [self, *(agent for sub in self.sub_agents for agent in sub.agents())]
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -256,6 +275,60 @@ SCENARIOS: tuple[Scenario, ...] = (
         tools=[read_ticket, refund],
         policy=refunds_need_a_human,
     ),
+    Scenario(
+        name="slow-carrier",
+        stops_with=Stop.TIME_BUDGET,
+        story="A carrier's API hangs; under arun the 0.6 s deadline cancels the call and the run stops.",
+        task="Where is parcel A-3003?",
+        script=[tool_call("track_parcel", {"carrier": "UPS", "order_id": "A-3003"}), "It is at the hub."],
+        tools=[track_parcel],
+        budget=Budget(max_steps=4, max_seconds=0.6),
+        tool_latency=2.0,
+        driver="arun",
+    ),
+    Scenario(
+        name="call-flood",
+        stops_with=Stop.TOOL_CALL_BUDGET,
+        story="An injected instruction makes the model ask for 200 lookups at once; none is dispatched.",
+        task="Check every order we have ever shipped.",
+        script=[Completion(tool_calls=[ToolCall(f"c{i}", "lookup_order", {"order_id": f"A-{i:04d}"})
+                                       for i in range(200)], finish_reason="tool_calls")],
+        tools=[lookup_order],
+        budget=Budget(max_steps=4, max_tool_calls_per_step=20),
+    ),
+    Scenario(
+        name="parallel-tracking",
+        stops_with=Stop.ANSWERED,
+        story="Three carriers are asked at once under arun: their tool spans overlap in the waterfall.",
+        task="Where are my three parcels?",
+        script=[Completion(tool_calls=[ToolCall(f"t{i}", "track_parcel", {"carrier": c, "order_id": f"A-40{i}"})
+                                       for i, c in enumerate(("DHL", "UPS", "FedEx"))], finish_reason="tool_calls"),
+                "All three parcels are at their regional hubs."],
+        tools=[track_parcel],
+        tool_latency=0.15,
+        driver="arun",
+    ),
+    Scenario(
+        name="planner",
+        stops_with=Stop.ANSWERED,
+        story="A planner delegates to a researcher and a writer in parallel; the writer runs out of steps.",
+        task="Prepare a note on last week's delivery delays.",
+        script=[Completion(tool_calls=[ToolCall("r", "researcher", {"task": "Find last week's delays."}),
+                                       ToolCall("w", "writer", {"task": "Draft the customer note."})],
+                           finish_reason="tool_calls"),
+                "The research is done; the writer ran out of steps, so the note needs a human pass."],
+        driver="arun",
+        sub_agents=(
+            Scenario(name="researcher", stops_with=Stop.ANSWERED, story="Looks the delays up.",
+                     task="", script=[tool_call("search_kb", {"query": "delivery delays"}),
+                                      "Delays were in the North region, caused by a hub closure."],
+                     tools=[search_kb]),
+            Scenario(name="writer", stops_with=Stop.STEP_BUDGET, story="Drafts and redrafts.",
+                     task="", script=[tool_call("draft_section", {"title": f"Draft {i}", "notes": "delays"})
+                                      for i in range(5)],
+                     tools=[draft_section], budget=Budget(max_steps=2)),
+        ),
+    ),
 )
 
 
@@ -272,10 +345,22 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
     budget = scenario.budget
     if (price_in or price_out) and not (budget.price_per_1k_input or budget.price_per_1k_output):
         budget = dataclasses.replace(budget, price_per_1k_input=price_in or 0.0, price_per_1k_output=price_out or 0.0)
+    if budget.max_seconds is not None:  # the deadline keeps its place among the paced latencies
+        budget = dataclasses.replace(budget, max_seconds=budget.max_seconds * pace)
     model = FakeModel([_fresh(item) for item in scenario.script], latency=scenario.model_latency * pace)
     tools = [_slowed(tool(fn), scenario.tool_latency * pace) for fn in scenario.tools]
+    tools += [build_agent(sub, pace=pace, price_in=price_in, price_out=price_out, tracer_provider=tracer_provider,
+                          meter_provider=meter_provider).as_tool(description=sub.story)
+              for sub in scenario.sub_agents]
     return Agent(model, Registry(tools, policy=scenario.policy), budget=budget, system_prompt=SYSTEM_PROMPT,
                  name=scenario.name, tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+
+def run_scenario(agent: Agent, scenario: Scenario) -> Run:
+    """One run of ``scenario`` with the driver it demonstrates."""
+    if scenario.driver == "arun":
+        return asyncio.run(agent.arun(scenario.task))
+    return agent.run(scenario.task)
 
 
 def _fresh(item: ScriptItem) -> ScriptItem:
@@ -284,12 +369,13 @@ def _fresh(item: ScriptItem) -> ScriptItem:
 
 
 def _slowed(t: Tool, seconds: float) -> Tool:
+    """The tool, taking ``seconds`` as a real one would: awaiting, so that ``arun`` can cancel it."""
     if seconds <= 0:
         return t
 
     @functools.wraps(t.fn)
-    def slow(**arguments: Any) -> Any:
-        time.sleep(seconds)
+    async def slow(**arguments: Any) -> Any:
+        await asyncio.sleep(seconds)
         return t.fn(**arguments)
 
     return dataclasses.replace(t, fn=slow)
@@ -306,7 +392,7 @@ def run_plan(plan: Iterable[Scenario], *, concurrency: int, make_agent: Callable
     """
 
     def one(index: int, scenario: Scenario) -> None:
-        on_finished(index, make_agent(scenario).run(scenario.task))
+        on_finished(index, run_scenario(make_agent(scenario), scenario))
 
     count = 0
     if concurrency <= 1:
@@ -321,7 +407,8 @@ def run_plan(plan: Iterable[Scenario], *, concurrency: int, make_agent: Callable
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
                     future.result()  # a failure in a run's thread is raised here
-            pending.add(pool.submit(one, count - 1, scenario))
+            # Each run in the context of the caller (a raw submit would start from an empty one).
+            pending.add(pool.submit(contextvars.copy_context().run, one, count - 1, scenario))
         for future in as_completed(pending):
             future.result()
     except BaseException:

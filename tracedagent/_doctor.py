@@ -18,7 +18,10 @@ Alertmanager           ``GET /-/ready``                                         
 
 The OTLP endpoints are exactly the ones ``configure()`` would export to - the same
 ``export_target`` resolves both - and the requests carry the same OTLP headers. An empty
-export request is valid OTLP and carries no data. When neither an argument nor a variable
+export request is valid OTLP and carries no data; ``_probe`` asks it and reads the answer,
+for the doctor and for the warning an export failure logs alike. An endpoint that takes
+traces but answers metrics with "unimplemented" is named for what it is most likely to be:
+Jaeger's own OTLP port, which takes traces only. When neither an argument nor a variable
 names an endpoint or a protocol, both local defaults (gRPC 4317 and HTTP 4318) are checked.
 
 Every check runs on its own thread under the same timeout, so the doctor answers within
@@ -30,35 +33,27 @@ values blanked.
 from __future__ import annotations
 
 import functools
-import http.client
 import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-import grpc
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2_grpc import MetricsServiceStub
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 from rich.table import Table
 from rich.text import Text
 
 from . import _http
 from . import _names as N
-from ._configure import (ExportTarget, export_target, metrics_wanted, secret_values, split_url,
-                         traces_wanted, without_credentials)
+from ._endpoints import (ExportTarget, export_target, metrics_wanted, secret_values, start_service, traces_wanted,
+                         without_credentials)
+from ._probe import Answer, Failure, ask, http_failure
 from ._secrets import redact
 
-__all__ = ["Check", "Outcome", "plan", "run", "table", "START_THE_STACK"]
-
-START_THE_STACK = "`make stack-up` (no Docker) or `docker compose up -d`"
-"""How to start the whole local stack, in the words of collector/README.md."""
+__all__ = ["Check", "Outcome", "plan", "run", "table"]
 
 _COMPOSE_SERVICE = {"collector": "otel-collector", "jaeger": "jaeger", "prometheus": "prometheus",
                     "alertmanager": "alertmanager"}
-"""docker-compose.yml's name for each service of the stack (``make stack-up`` starts them all)."""
+"""docker-compose.yml's name for each service of the stack."""
 
 _PROTOCOL_LABEL = {N.PROTOCOL_GRPC: "OTLP gRPC", N.PROTOCOL_HTTP: "OTLP/HTTP"}
 _MAX_BODY = 64 * 1024
@@ -101,7 +96,7 @@ class Check:
 
     @property
     def start_hint(self) -> str:
-        return f"start it: `make stack-up` (no Docker) or `docker compose up -d {_COMPOSE_SERVICE[self.service]}`"
+        return start_service(_COMPOSE_SERVICE[self.service])
 
 
 # --- what to check -----------------------------------------------------------------------
@@ -129,13 +124,16 @@ def _otlp_checks(endpoint: str | None, protocol: str | None) -> list[Check]:
     places: dict[tuple[str, str], list[ExportTarget]] = {}
     for target in targets:
         places.setdefault((target.protocol, target.url), []).append(target)
+    traces_by_place = {(t.protocol, t.where): t for t in targets if t.signal == "traces"}
     checks = []
     for (target_protocol, url), group in places.items():
-        probe = _grpc_export if target_protocol == N.PROTOCOL_GRPC else _http_export
+        # A metrics receiver that turns out to be missing is explained by whether traces are
+        # taken at the same place (Jaeger's OTLP port takes traces only).
+        witness = traces_by_place.get((target_protocol, group[0].where))
         checks.append(Check(
             name=f"collector {_PROTOCOL_LABEL[target_protocol]} ({', '.join(t.signal for t in group)})",
-            url=url, service="collector", probe=functools.partial(probe, group),
-            secrets=frozenset().union(*(secret_values(url, t.headers) for t in group))))
+            url=url, service="collector", probe=functools.partial(_otlp_export, group, witness),
+            secrets=frozenset().union(*(t.secrets for t in group))))
     return checks
 
 
@@ -158,14 +156,14 @@ def run(checks: Sequence[Check], *, timeout: float = N.DOCTOR_TIMEOUT) -> list[O
     """
     outcomes: list[Outcome | None] = [None] * len(checks)
 
-    def ask(index: int, check: Check) -> None:
+    def check_one(index: int, check: Check) -> None:
         try:
             outcome = check.probe(timeout)
         except Exception as exc:  # a check must never crash the doctor
             outcome = Outcome(reachable=False, detail=f"the check failed ({type(exc).__name__})")
         outcomes[index] = _redacted(outcome, check.secrets)
 
-    threads = [threading.Thread(target=ask, args=(i, check), name="tracedagent-doctor", daemon=True)
+    threads = [threading.Thread(target=check_one, args=(i, check), name="tracedagent-doctor", daemon=True)
                for i, check in enumerate(checks)]
     for thread in threads:
         thread.start()
@@ -198,72 +196,32 @@ def table(checks: Sequence[Check], outcomes: Sequence[Outcome]) -> Table:
 
 # --- the probes --------------------------------------------------------------------------
 
-def _grpc_export(targets: Sequence[ExportTarget], timeout: float) -> Outcome:
-    """An empty ``Export`` call per signal, as the SDK's gRPC exporter would make it (TLS for
-    ``https``); the targets share one URL."""
-    url = targets[0].url
-    parts = split_url(without_credentials(url))
-    address = parts.netloc
-    channel = (grpc.secure_channel(address, grpc.ssl_channel_credentials()) if parts.scheme == "https"
-               else grpc.insecure_channel(address))
-    started = time.monotonic()
-    try:
-        for target in targets:
-            remaining = max(0.01, started + timeout - time.monotonic())
-            metadata = tuple(target.headers.items())
-            if target.signal == "traces":
-                TraceServiceStub(channel).Export(ExportTraceServiceRequest(), timeout=remaining, metadata=metadata)
-            else:
-                MetricsServiceStub(channel).Export(ExportMetricsServiceRequest(), timeout=remaining, metadata=metadata)
-    except grpc.RpcError as exc:
-        return _grpc_failure(exc, timeout)
-    finally:
-        channel.close()
-    return Outcome(reachable=True, detail=f"OTLP export accepted in {_ms_since(started)}")
+_OTLP_HINTS = {
+    (Failure.WRONG_PROTOCOL, N.PROTOCOL_GRPC): ("an OTLP/HTTP port? use --protocol http/protobuf "
+                                                f"(or {N.ENV_OTLP_PROTOCOL})"),
+    (Failure.WRONG_PROTOCOL, N.PROTOCOL_HTTP): f"an OTLP gRPC port? use --protocol grpc (or {N.ENV_OTLP_PROTOCOL})",
+    (Failure.UNIMPLEMENTED, N.PROTOCOL_GRPC): "is this the collector's OTLP gRPC port (4317)?",
+    (Failure.UNIMPLEMENTED, N.PROTOCOL_HTTP): "is this the collector's OTLP/HTTP port (4318)?",
+}
+"""What to do about an OTLP answer that shows a misconfiguration, by protocol."""
+_HINTS = {
+    Failure.TRACES_ONLY: (f"Jaeger's OTLP port? it takes traces only: send metrics to the collector (--otlp), "
+                          f"or turn them off ({N.ENV_METRICS_EXPORTER}=none)"),
+    Failure.UNAUTHORIZED: f"check the headers in {N.ENV_OTLP_HEADERS}",
+    Failure.NOT_A_URL: "expected http://HOST:PORT or https://HOST:PORT",
+}
+"""The same, whatever the protocol."""
 
 
-def _grpc_failure(exc: grpc.RpcError, timeout: float) -> Outcome:
-    code = exc.code() if isinstance(exc, grpc.Call) else None
-    details = " ".join(((exc.details() if isinstance(exc, grpc.Call) else None) or "").split())
-    if "http1.x server" in details or "Failed parsing HTTP/2" in details:  # an HTTP/1 server answered
-        return Outcome(reachable=False, detail="answers HTTP/1.x, not gRPC",
-                       hint="an OTLP/HTTP port? use --protocol http/protobuf (or OTEL_EXPORTER_OTLP_PROTOCOL)")
-    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
-        return Outcome(reachable=False, detail=f"no answer within {timeout:g} s")
-    if code is grpc.StatusCode.UNAVAILABLE and "refused" in details.lower():
-        return Outcome(reachable=False, detail="connection refused")
-    if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-        return Outcome(reachable=False, detail=f"refused the export (gRPC {code.name})",
-                       hint=f"check the headers in {N.ENV_OTLP_HEADERS}")
-    if code is grpc.StatusCode.UNIMPLEMENTED:
-        return Outcome(reachable=False, detail="answers gRPC, but has no OTLP receiver (UNIMPLEMENTED)",
-                       hint="is this the collector's OTLP gRPC port (4317)?")
-    return Outcome(reachable=False, detail=f"gRPC {code.name if code else 'error'}: {details[:200]}")
+def _otlp_export(targets: Sequence[ExportTarget], traces_at_same_place: ExportTarget | None,
+                 timeout: float) -> Outcome:
+    """The empty export ``configure``'s exporters would make, for each target."""
+    answer = ask(targets, timeout, traces_at_same_place=traces_at_same_place)
+    return _outcome(answer, _OTLP_HINTS.get((answer.failure, targets[0].protocol)))
 
 
-def _http_export(targets: Sequence[ExportTarget], timeout: float) -> Outcome:
-    """``POST`` of an empty export request per signal, as the SDK's HTTP exporter would send it."""
-    started = time.monotonic()
-    for target in targets:
-        request = ExportTraceServiceRequest() if target.signal == "traces" else ExportMetricsServiceRequest()
-        try:
-            status, _ = _http.request(target.url, max(0.01, started + timeout - time.monotonic()),
-                                      max_bytes=_MAX_BODY, body=request.SerializeToString(),
-                                      headers={**target.headers, "Content-Type": "application/x-protobuf"})
-        except Exception as exc:
-            if isinstance(_http.failure_reason(exc), (http.client.BadStatusLine, ConnectionResetError)):  # what a gRPC server does
-                return Outcome(reachable=False, detail="closed the connection without an HTTP answer",
-                               hint="an OTLP gRPC port? use --protocol grpc (or OTEL_EXPORTER_OTLP_PROTOCOL)")
-            return _http_failure(exc, timeout)
-        if status in (401, 403):
-            return Outcome(reachable=False, detail=f"refused the export (HTTP {status})",
-                           hint=f"check the headers in {N.ENV_OTLP_HEADERS}")
-        if status == 404:
-            return Outcome(reachable=False, detail="HTTP 404: no OTLP receiver at this path",
-                           hint="is this the collector's OTLP/HTTP port (4318)?")
-        if status != 200:
-            return Outcome(reachable=False, detail=f"HTTP {status}")
-    return Outcome(reachable=True, detail=f"OTLP export accepted in {_ms_since(started)}")
+def _outcome(answer: Answer, hint: str | None = None) -> Outcome:
+    return Outcome(reachable=answer.failure is None, detail=answer.detail, hint=hint or _HINTS.get(answer.failure))
 
 
 def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False) -> Outcome:
@@ -272,7 +230,7 @@ def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False) -> O
     try:
         status, body = _http.request(url, timeout, max_bytes=_MAX_BODY)
     except Exception as exc:
-        return _http_failure(exc, timeout)
+        return _outcome(http_failure(exc, timeout))
     if status == 503:
         return Outcome(reachable=False, detail="HTTP 503: not ready yet", hint="starting? try again in a few seconds")
     if status != 200:
@@ -288,20 +246,6 @@ def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False) -> O
         return Outcome(reachable=True, detail=f"HTTP 200 in {_ms_since(started)}; "
                                               f"{count} service{'s' if count != 1 else ''} with traces")
     return Outcome(reachable=True, detail=f"HTTP 200 in {_ms_since(started)}")
-
-
-def _http_failure(exc: Exception, timeout: float) -> Outcome:
-    reason = _http.failure_reason(exc)
-    if isinstance(reason, TimeoutError):
-        return Outcome(reachable=False, detail=f"no answer within {timeout:g} s")
-    if isinstance(reason, ConnectionRefusedError):
-        return Outcome(reachable=False, detail="connection refused")
-    if isinstance(reason, ValueError):
-        return Outcome(reachable=False, detail="not a usable URL", hint="expected http://HOST:PORT or https://HOST:PORT")
-    if isinstance(reason, OSError) and reason.strerror:
-        return Outcome(reachable=False, detail=reason.strerror)
-    text = reason if isinstance(reason, str) else f"{type(reason).__name__}: {reason}"
-    return Outcome(reachable=False, detail=" ".join(text.split())[:200])
 
 
 def _ms_since(started: float) -> str:

@@ -16,7 +16,7 @@ import urllib.parse
 import urllib.request
 from typing import Mapping
 
-from ._configure import without_credentials
+from ._endpoints import without_credentials
 
 __all__ = ["request", "failure_reason"]
 

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 
 from . import _http
 from . import _names as N
-from ._configure import without_credentials
+from ._endpoints import without_credentials
 from ._render import SpanEvent, SpanRecord
 
 __all__ = ["JaegerError", "JaegerClient", "decode_trace"]

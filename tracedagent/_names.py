@@ -141,6 +141,10 @@ ENV_OTLP_METRICS_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_TIMEOUT
 ENV_METRICS_EXPORTER = _api_env.OTEL_METRICS_EXPORTER
 ENV_TRACES_EXPORTER = _api_env.OTEL_TRACES_EXPORTER
 
+ENV_HANDLE_SIGTERM = "TRACEDAGENT_HANDLE_SIGTERM"
+"""``false`` (or ``0``, ``no``, ``off``): ``configure()`` installs no SIGTERM handler; its
+``handle_sigterm`` argument overrides it."""
+
 # --- Export defaults (configure) -------------------------------------------------------
 PROTOCOL_GRPC = "grpc"
 PROTOCOL_HTTP = "http/protobuf"
@@ -162,6 +166,9 @@ DEFAULT_SHUTDOWN_TIMEOUT = 2.0
 EXIT_FLUSH_TIMEOUT = 1.5
 """Seconds the ``atexit`` shutdown waits at most: closing the exporters and tearing down the
 interpreter take ~0.1 s more, and process exit must stay within 2 s of a run without telemetry."""
+EXPORT_PROBE_TIMEOUT = 1.0
+"""Seconds the exporters' wrapper waits, after a failed export, for the endpoint to answer
+the empty export that tells what happened (once per outage)."""
 
 # --- Bounds ------------------------------------------------------------------------
 DEFAULT_CONTENT_MAX_LENGTH = 4096

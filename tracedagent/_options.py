@@ -10,7 +10,8 @@ import click
 from opentelemetry.sdk.resources import SERVICE_NAME
 
 from . import _names as N
-from ._configure import _resource, split_url
+from ._configure import resource_for
+from ._endpoints import split_url
 
 __all__ = ["url", "jaeger_option", "otlp_options", "service_option", "service_name", "trace_id", "since"]
 
@@ -52,7 +53,7 @@ def _text(ctx: click.Context, param: click.Parameter, value: str | None) -> str 
 def service_name(given: str | None) -> str:
     """``--service`` when given, else the name ``configure()`` gives a service from the
     environment - the same resolution, so ``traces`` finds what ``demo`` sent."""
-    return given if given is not None else str(_resource(None, {}).attributes[SERVICE_NAME])
+    return given if given is not None else str(resource_for().attributes[SERVICE_NAME])
 
 
 def otlp_options(f: Callable[..., Any]) -> Callable[..., Any]:
