@@ -375,6 +375,24 @@ async def test_adapters_get_what_is_left_of_the_time_budget_as_their_timeout(rec
     assert unbounded.timeouts == [None] * 3, "no time budget, no timeout"
 
 
+class TimesOut(RecordsTimeouts):
+    """An adapter whose request fails when its timeout passes, as an HTTP client's does."""
+
+    def complete(self, messages, tools=None, max_output_tokens=None, temperature=None, timeout=None):
+        self.timeouts.append(timeout)
+        time.sleep(timeout)
+        raise TimeoutError("read timed out")
+
+
+def test_run_a_model_call_that_fails_on_the_time_left_ends_the_run_on_its_time_budget(rec):
+    model = TimesOut([])
+    run = Agent(model, [search_help], budget=Budget(max_seconds=0.05), **rec.providers).run("go")
+
+    assert run.stop is Stop.TIME_BUDGET and isinstance(run.error, TimeoutError)
+    assert run.step_count == 1 and run.steps == [] and 0 < model.timeouts[0] <= 0.05
+    assert error_types(rec) == {"chat fake-model": "TimeoutError", "invoke_agent agent": "time_budget_exhausted"}
+
+
 # --- per-tool timeouts --------------------------------------------------------------------------
 
 @pytest.fixture
