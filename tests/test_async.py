@@ -324,6 +324,30 @@ async def test_run_inside_a_running_loop_with_async_tools_points_to_arun(rec):
     assert Agent(FakeModel(["fine"]), [search_help], **rec.providers).run("go").output == "fine"
 
 
+@tool
+async def orphaned() -> str:
+    """Awaits work that something else cancelled: the tool fails, the run was not cancelled."""
+    work = asyncio.get_running_loop().create_future()
+    work.cancel()
+    return await work
+
+
+@pytest.mark.parametrize("driver", [
+    "run",
+    pytest.param("arun", marks=pytest.mark.skipif(sys.version_info < (3, 11), reason=(
+        "before Python 3.11 a task cannot tell its own cancellation from a CancelledError it was handed"))),
+])
+async def test_a_tool_raising_cancelled_error_of_its_own_is_a_failed_call_not_a_cancelled_run(rec, driver):
+    model = FakeModel([tool_call("orphaned"), "done"])
+    agent = Agent(model, [orphaned], **rec.providers)
+    run = await (asyncio.to_thread(agent.run, "go") if driver == "run" else agent.arun("go"))
+
+    assert run.stop is Stop.ANSWERED
+    [result] = run.steps[0].tool_results
+    assert result.outcome is ToolOutcome.ERROR and result.error_type == "CancelledError"
+    assert rec.metric("tracedagent.runs", stop_reason="cancelled") == 0
+
+
 class RecordsTimeouts:
     """A model adapter without ``acomplete`` that takes a request ``timeout``, as the real ones
     do: it records what it was given, in which thread, and under which span."""

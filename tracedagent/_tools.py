@@ -145,7 +145,7 @@ class Registry:
                 value = asyncio.run(_within(t.timeout, t.fn(**arguments)))
             else:
                 value = t.fn(**arguments)
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:  # nothing but the tool cancels its private loop
             return _failure(call, t, exc)
         return _result(call, ToolOutcome.OK, to_text(value))
 
@@ -163,6 +163,10 @@ class Registry:
                 value = await _within(t.timeout, asyncio.to_thread(t.fn, **arguments))
         except Exception as exc:
             return _failure(call, t, exc)
+        except asyncio.CancelledError as exc:
+            if _being_cancelled():
+                raise
+            return _failure(call, t, exc)  # the tool's own (it awaited something cancelled): a failed call
         return _result(call, ToolOutcome.OK, to_text(value))
 
     def _check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
@@ -178,6 +182,13 @@ class Registry:
         if problem is not None:
             return _result(call, ToolOutcome.INVALID_ARGUMENTS, f"Error: invalid arguments for {t.name}: {problem}.")
         return t, arguments
+
+
+def _being_cancelled() -> bool:
+    """Whether the running task was asked to cancel, rather than handed a ``CancelledError`` by
+    what it awaited. Python 3.10 cannot tell the two apart: there, always taken as cancelled."""
+    task = asyncio.current_task()
+    return task is None or not hasattr(task, "cancelling") or task.cancelling() > 0
 
 
 async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
