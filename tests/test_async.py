@@ -454,6 +454,7 @@ async def test_a_tool_past_its_timeout_is_an_observation_and_the_run_goes_on(rec
     assert run.blocked_tools() == ["stall"] and run.trajectory() == ["search_help"]
     span = rec.span("execute_tool stall")
     assert span.attributes["tracedagent.tool.outcome"] == "timeout" and span.status.status_code is StatusCode.ERROR
+    assert span.attributes["error.type"] == "timeout", "as for a call the run's deadline cut"
     assert rec.metric("tracedagent.tool.calls", tool_name="stall", outcome="timeout") == 1
     assert spans.open == []
 

@@ -196,15 +196,14 @@ async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
     return await (work if timeout is None else asyncio.wait_for(work, timeout))
 
 
-def _failure(call: ToolCall, t: Tool, exc: Exception) -> ToolResult:
+def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
     """What a tool's exception means for the run and what the model is shown of it."""
     if isinstance(exc, FatalToolError):
         return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
     if isinstance(exc, ToolError):  # written for the model to read
         return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
-    if isinstance(exc, asyncio.TimeoutError) and t.timeout is not None:
-        return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s",
-                       error_type(exc))
+    if isinstance(exc, asyncio.TimeoutError) and t.timeout is not None:  # error.type is the outcome
+        return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s")
     # A tool bug is an observation, not a crash of the run. Only the class goes to the
     # model: an unexpected message can carry paths, connection strings or tokens.
     return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))
