@@ -21,7 +21,7 @@ from opentelemetry.trace import StatusCode
 from async_support import OpenSpans, most_at_once, shape, turn, watch
 from sample_tools import charge_card, search_help
 from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
-from tracedagent import Agent, Budget, Registry, Stop, ToolOutcome, tool
+from tracedagent import Agent, Budget, Stop, ToolOutcome, tool
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
 
@@ -47,10 +47,6 @@ def tool_spans(rec: Recorder) -> list:
 def error_types(rec: Recorder) -> dict[str, Any]:
     """Every span that ended failed, by name, with its ``error.type``."""
     return {s.name: s.attributes["error.type"] for s in rec.spans() if s.status.status_code is StatusCode.ERROR}
-
-
-def overlapping(a, b) -> bool:
-    return a.start_time < b.end_time and b.start_time < a.end_time
 
 
 # --- the same run by both drivers -------------------------------------------------------------
