@@ -144,7 +144,7 @@ class Registry:
                 value = asyncio.run(_within(t.timeout, t.fn(**arguments)))
             else:
                 value = t.fn(**arguments)
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:  # nothing but the tool cancels its private loop
             return _failure(call, t, exc)
         return _result(call, ToolOutcome.OK, to_text(value))
 
@@ -162,6 +162,10 @@ class Registry:
                 value = await _within(t.timeout, asyncio.to_thread(t.fn, **arguments))
         except Exception as exc:
             return _failure(call, t, exc)
+        except asyncio.CancelledError as exc:
+            if _being_cancelled():
+                raise
+            return _failure(call, t, exc)  # the tool's own (it awaited something cancelled): a failed call
         return _result(call, ToolOutcome.OK, to_text(value))
 
     def _check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
@@ -179,20 +183,26 @@ class Registry:
         return t, arguments
 
 
+def _being_cancelled() -> bool:
+    """Whether the running task was asked to cancel, rather than handed a ``CancelledError`` by
+    what it awaited. Python 3.10 cannot tell the two apart: there, always taken as cancelled."""
+    task = asyncio.current_task()
+    return task is None or not hasattr(task, "cancelling") or task.cancelling() > 0
+
+
 async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
     """``await work``, cancelled after ``timeout`` seconds (``asyncio.TimeoutError``)."""
     return await (work if timeout is None else asyncio.wait_for(work, timeout))
 
 
-def _failure(call: ToolCall, t: Tool, exc: Exception) -> ToolResult:
+def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
     """What a tool's exception means for the run and what the model is shown of it."""
     if isinstance(exc, FatalToolError):
         return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
     if isinstance(exc, ToolError):  # written for the model to read
         return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
-    if isinstance(exc, asyncio.TimeoutError) and t.timeout is not None:
-        return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s",
-                       error_type(exc))
+    if isinstance(exc, asyncio.TimeoutError) and t.timeout is not None:  # error.type is the outcome
+        return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s")
     # A tool bug is an observation, not a crash of the run. Only the class goes to the
     # model: an unexpected message can carry paths, connection strings or tokens.
     return _result(call, ToolOutcome.ERROR, f"Error: {t.name} failed ({error_type(exc)})", error_type(exc))

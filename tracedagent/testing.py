@@ -13,10 +13,12 @@ The pytest plugin (``tracedagent.pytest_plugin``) hands each test a fresh record
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import itertools
 import json
 import math
+import threading
 import time
 from typing import Any, Iterable, Union
 
@@ -59,6 +61,8 @@ class FakeModel:
 
     ``calls`` records what each call was sent (a copy of the messages at that moment).
     ``latency`` sleeps that many seconds per call, so a demo's waterfall looks real.
+    ``acomplete`` (which ``Agent.arun`` awaits) plays the same script; its latency is an
+    ``asyncio.sleep``.
     """
 
     provider_name = "fake"
@@ -69,6 +73,7 @@ class FakeModel:
         self.model_name = model_name
         self.latency = latency
         self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
 
     @property
     def call_count(self) -> int:
@@ -76,11 +81,31 @@ class FakeModel:
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                  max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
-        self.calls.append({"messages": [dict(m) for m in messages], "tools": tools,
-                           "max_output_tokens": max_output_tokens, "temperature": temperature})
+        index = self._take(messages, tools, max_output_tokens, temperature)
         if self.latency:
             time.sleep(self.latency)
-        index = len(self.calls) - 1
+        return self._play(index, messages, tools)
+
+    async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                        max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
+        """``complete`` for ``Agent.arun``: the same script, its latency an ``asyncio.sleep``
+        (so concurrent runs overlap, and cancelling the run cancels the call)."""
+        index = self._take(messages, tools, max_output_tokens, temperature)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return self._play(index, messages, tools)
+
+    def _take(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+              max_output_tokens: int | None, temperature: float | None) -> int:
+        """Record the call and claim its turn of the script (one at a time: runs in threads
+        may share the model)."""
+        with self._lock:
+            self.calls.append({"messages": [dict(m) for m in messages], "tools": tools,
+                               "max_output_tokens": max_output_tokens, "temperature": temperature})
+            return len(self.calls) - 1
+
+    def _play(self, index: int, messages: list[Message], tools: list[dict[str, Any]] | None) -> Completion:
+        """Turn ``index`` of the script: raised, or returned with estimated usage."""
         if index >= len(self.script):
             raise ScriptExhausted(f"FakeModel was called {index + 1} times but its script has "
                                   f"{len(self.script)} turns")
