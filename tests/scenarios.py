@@ -26,7 +26,7 @@ SCENARIOS = {
     Stop.TOOL_FATAL: (lambda: [tool_call("charge_card", {"amount": 1})], Budget(), 1),
     Stop.NO_PROGRESS: (lambda: many("flaky"), Budget(no_progress_limit=2), 2),
     Stop.MODEL_ERROR: (lambda: [tool_call("search_help", {"q": "a"}), TimeoutError("read timed out")], Budget(), 2),
-    Stop.TIME_BUDGET: (lambda: many("search_help"), Budget(max_seconds=0), 1),
+    Stop.TIME_BUDGET: (lambda: many("search_help"), Budget(max_seconds=0), 0),
     Stop.TOOL_CALL_BUDGET: (lambda: many("search_help"), Budget(max_tool_calls=2), 3),
 }
 RETURNED_STOPS = set(Stop) - {Stop.CANCELLED}

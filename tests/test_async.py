@@ -89,23 +89,22 @@ async def test_arun_and_run_make_the_same_run_and_the_same_trace(stop):
     assert len(by_arun.spans()) > 2
 
 
-async def test_a_spent_time_budget_is_a_deadline_in_arun_and_a_check_after_the_tools_in_run():
-    """The one scenario the drivers end differently, by design: ``arun`` cuts the call the
-    deadline falls in, ``run`` cannot interrupt a sync call and stops after the step's tools."""
+async def test_a_spent_time_budget_stops_both_drivers_before_the_first_model_call():
+    """The time budget is checked before each model call: with none left, neither driver calls
+    the model (the deadline cutting a call in flight is tested below, at every point)."""
     script, budget, steps = SCENARIOS[Stop.TIME_BUDGET]
     by_run, by_arun = Recorder(), Recorder()
-    ran = Agent(FakeModel(script()), TOOLS, budget=budget, **by_run.providers).run("help me")
-    cut = FakeModel(script())
-    aran = await Agent(cut, TOOLS, budget=budget, **by_arun.providers).arun("help me")
+    ran_model, aran_model = FakeModel(script()), FakeModel(script())
+    ran = Agent(ran_model, TOOLS, budget=budget, **by_run.providers).run("help me")
+    aran = await Agent(aran_model, TOOLS, budget=budget, **by_arun.providers).arun("help me")
 
     assert ran.stop is aran.stop is Stop.TIME_BUDGET
-    assert ran.step_count == aran.step_count == steps
-    assert ran.trajectory() == ["search_help"] and aran.steps == [] and aran.input_tokens == 0
-    assert error_types(by_arun) == {"chat fake-model": "timeout", "invoke_agent agent": "time_budget_exhausted"}
-    assert error_types(by_run) == {"invoke_agent agent": "time_budget_exhausted"}
+    assert ran.step_count == aran.step_count == steps == 0
+    assert ran_model.call_count == aran_model.call_count == 0
     for rec in (by_run, by_arun):
         view = rec.only_run()
-        assert view.stop_reason == "time_budget_exhausted" and view.steps == 1
+        assert view.stop_reason == "time_budget_exhausted" and view.steps == 0 and view.step_spans == []
+        assert [e.name for e in view.span.events] == ["tracedagent.stop"]
         assert rec.metric("tracedagent.runs", stop_reason="time_budget_exhausted") == 1
 
 

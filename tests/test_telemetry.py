@@ -62,13 +62,25 @@ def test_run_span_tells_why_the_run_ended(rec, stop):
         assert span.attributes["error.type"] == stop.value
 
 
-@pytest.mark.parametrize("stop", [s for s in sorted(RETURNED_STOPS) if s not in (Stop.ANSWERED, Stop.STEP_BUDGET)])
+@pytest.mark.parametrize("stop", [s for s in sorted(RETURNED_STOPS)
+                                  if s not in (Stop.ANSWERED, Stop.STEP_BUDGET, Stop.TIME_BUDGET)])
 def test_the_step_that_stopped_the_run_carries_a_stop_event(rec, stop):
     _, view = run_scenario(rec, stop)
     last_step = view.step_spans[-1]
     events = [(e.name, dict(e.attributes)) for e in last_step.events]
     assert events == [("tracedagent.stop", {"tracedagent.stop_reason": stop.value})]
     assert all(not s.events for s in view.step_spans[:-1])
+
+
+def test_every_stopped_run_has_its_stop_event_on_the_run_span(rec):
+    for stop in sorted(RETURNED_STOPS - {Stop.ANSWERED}):
+        run, view = run_scenario(rec, stop)
+        events = [(e.name, dict(e.attributes)) for e in view.span.events]
+        assert events == [("tracedagent.stop", {"tracedagent.stop_reason": stop.value,
+                                                "tracedagent.step.index": run.step_count - 1})], stop
+        rec.clear()
+    run, view = run_scenario(rec, Stop.ANSWERED)
+    assert not view.span.events
 
 
 def test_span_tree_run_step_chat_tool(rec):

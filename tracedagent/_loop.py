@@ -16,7 +16,7 @@ from opentelemetry import metrics, trace
 
 from ._budget import Budget, Stop
 from ._instrumented import InstrumentedModel, InstrumentedRegistry
-from ._records import Message, Model
+from ._records import Message, Model, being_cancelled
 from ._run import Run, RunState, current_run, initial_messages
 from ._spans import DeadlineExceeded, RunScope, failure_kind
 from ._team import agent_tool
@@ -148,7 +148,9 @@ class Agent:
 
     def _loop(self, state: RunState, traced: RunScope) -> Run:
         tools = self._registry.schemas() or None  # no tools: None, not []
-        for i in range(self.budget.max_steps):
+        for i in range(state.budget.max_steps):
+            if stopped := state.out_of_time():
+                return stopped
             traced.start_step(i)
             # 1. call the model with the whole conversation
             try:
@@ -176,7 +178,9 @@ class Agent:
 
     async def _aloop(self, state: RunState, traced: RunScope) -> Run:
         tools = self._registry.schemas() or None
-        for i in range(self.budget.max_steps):
+        for i in range(state.budget.max_steps):
+            if stopped := state.out_of_time():
+                return stopped
             traced.start_step(i)
             # 1. call the model with the whole conversation
             try:
@@ -185,6 +189,10 @@ class Agent:
                                                          temperature=self.temperature, deadline=state.deadline)
             except DeadlineExceeded:
                 return state.model_failed(None)
+            except asyncio.CancelledError as exc:
+                if being_cancelled():  # the run itself is cancelled: propagate, as Python code expects
+                    raise
+                return state.model_failed(exc)  # the model's own CancelledError: its failure
             except Exception as exc:
                 return state.model_failed(exc)
             step = state.record(i, completion)

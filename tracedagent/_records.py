@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
 __all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message", "error_type",
+           "being_cancelled",
            "check_completion"]
 
 Message = dict[str, Any]
@@ -23,6 +25,14 @@ def error_type(exc: BaseException) -> str:
     """The ``error.type`` of an exception everywhere tracedagent records one: its class name
     (never its message, which can echo request content or credentials)."""
     return type(exc).__qualname__
+
+
+def being_cancelled() -> bool:
+    """Whether the running task was asked to cancel, rather than handed a ``CancelledError`` by
+    something it awaited (a tool's or a model's own). Python 3.10 cannot tell the two apart:
+    there, it is always taken as a cancellation."""
+    task = asyncio.current_task()
+    return task is None or not hasattr(task, "cancelling") or task.cancelling() > 0
 
 
 @dataclass(frozen=True)

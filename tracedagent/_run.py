@@ -238,6 +238,13 @@ class RunState:
         """What is left of the time budget (never negative), or ``None`` without one."""
         return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
+    def out_of_time(self) -> Run | None:
+        """The time budget, checked before each model call (and with the other ceilings after
+        each step's tools)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return self.finish(Stop.TIME_BUDGET)
+        return None
+
     def model_failed(self, error: BaseException | None) -> Run:
         """A model call that raised, or (``None``) was cut off at the deadline: out of time if
         the time budget ran out meanwhile (the adapter was given what was left as its
@@ -278,8 +285,8 @@ class RunState:
     def over_budget(self) -> Run | None:
         """Time, token, cost and progress ceilings, checked once the step's work is done."""
         b = self.budget
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            return self.finish(Stop.TIME_BUDGET)
+        if stopped := self.out_of_time():
+            return stopped
         if b.max_tokens is not None and self.input_tokens + self.output_tokens > b.max_tokens:
             return self.finish(Stop.TOKEN_BUDGET)
         if b.max_cost is not None and self.cost > b.max_cost:

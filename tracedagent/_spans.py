@@ -20,7 +20,7 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 from . import _names as N
 from ._budget import Budget, Stop
 from ._content import ContentCapture, truncate
-from ._records import Completion, Message, ToolCall, ToolResult, error_type
+from ._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
 from ._run import Run, Step
 from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
 
@@ -35,7 +35,7 @@ def failure_kind(exc: BaseException) -> str:
     """The ``error.type`` a span that ended on ``exc`` gets: ``cancelled`` for an interruption
     (a cancelled task, ``KeyboardInterrupt``), ``timeout`` for the run's deadline, otherwise
     the exception's class name."""
-    if isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt)):
+    if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, asyncio.CancelledError) and being_cancelled()):
         return N.ERROR_CANCELLED
     if isinstance(exc, DeadlineExceeded):
         return N.ERROR_TIMEOUT
@@ -343,7 +343,9 @@ class ToolScope(_Scope):
         self._count(outcome)
 
     def fail(self, kind: str, description: str | None = None) -> None:
-        """The call raised (a custom registry's bug) or was interrupted; counted under ``kind``."""
+        """The call raised (a custom registry's bug) or was interrupted: that is its outcome."""
+        with guard(self.doing):
+            self.span.set_attribute(N.TOOL_OUTCOME, kind)
         super().fail(kind, description)
         self._count(kind)
 

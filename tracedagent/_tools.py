@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol, overload
 
-from ._records import ToolCall, ToolOutcome, ToolResult, error_type
+from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
@@ -163,7 +163,7 @@ class Registry:
         except Exception as exc:
             return _failure(call, t, exc)
         except asyncio.CancelledError as exc:
-            if _being_cancelled():
+            if being_cancelled():
                 raise
             return _failure(call, t, exc)  # the tool's own (it awaited something cancelled): a failed call
         return _result(call, ToolOutcome.OK, to_text(value))
@@ -181,13 +181,6 @@ class Registry:
         if problem is not None:
             return _result(call, ToolOutcome.INVALID_ARGUMENTS, f"Error: invalid arguments for {t.name}: {problem}.")
         return t, arguments
-
-
-def _being_cancelled() -> bool:
-    """Whether the running task was asked to cancel, rather than handed a ``CancelledError`` by
-    what it awaited. Python 3.10 cannot tell the two apart: there, always taken as cancelled."""
-    task = asyncio.current_task()
-    return task is None or not hasattr(task, "cancelling") or task.cancelling() > 0
 
 
 async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
