@@ -362,6 +362,21 @@ def test_traces_filters_by_stop_reason(jaeger):
     assert "model_error" in result.stdout and "answered" not in result.stdout
 
 
+def test_traces_lists_a_conversations_runs_oldest_first(jaeger):
+    traces = jaeger_fixture()
+    runs = [next(s for s in trace["spans"] if not s["references"]) for trace in traces]
+    first, second = sorted(runs[:2], key=lambda s: s["startTime"])
+    for span in (second, first):  # tagged out of order: the listing sorts by start
+        span["tags"].append({"key": N.GEN_AI_CONVERSATION_ID, "type": "string", "value": "chat-381"})
+    jaeger.answer("/api/traces", {"data": traces, "errors": None})
+    result = tracedagent("traces", "--jaeger", jaeger.url, "--conversation", "chat-381", "--full-ids")
+    assert result.returncode == 0, result.stderr
+    query = dict(urllib.parse.parse_qsl(jaeger.requests[0].query))
+    assert json.loads(query["tags"]) == {N.GEN_AI_CONVERSATION_ID: "chat-381"}
+    listed = re.findall(r"^([0-9a-f]{32}) ", result.stdout, re.M)
+    assert listed == [first["traceID"], second["traceID"]]
+
+
 def test_traces_says_when_nothing_matched(jaeger):
     jaeger.answer("/api/traces", {"data": [], "total": 0, "limit": 0, "offset": 0, "errors": None})
     result = tracedagent("traces", "--jaeger", jaeger.url)

@@ -265,6 +265,8 @@ def show(file: Path, trace_id: str | None) -> None:
               type=click.Choice([s.value for s in Stop], case_sensitive=False),
               help="Only runs that ended this way: " + ", ".join(s.value for s in Stop) + ".")
 @click.option("--agent", metavar="NAME", help="Only runs of this agent (gen_ai.agent.name).")
+@click.option("--conversation", metavar="ID",
+              help="Only the runs of this conversation (gen_ai.conversation.id), oldest first.")
 @click.option("--since", "since_window", default="1h", show_default=True, metavar="SPAN",
               callback=lambda ctx, param, value: (value, _options.since(value)),
               help="How far back to look: 30m, 1h, 2d ...")
@@ -273,7 +275,7 @@ def show(file: Path, trace_id: str | None) -> None:
 @click.option("--full-ids", is_flag=True,
               help=f"Show whole trace ids (by default their first {SHORT_ID_DIGITS} hex digits).")
 def traces(jaeger_url: str, service: str | None, stop_reason: str | None, agent: str | None,
-           since_window: tuple[str, float], limit: int, full_ids: bool) -> None:
+           conversation: str | None, since_window: tuple[str, float], limit: int, full_ids: bool) -> None:
     """List recent runs from Jaeger: stop reason, steps, tokens, cost, duration.
 
     The table fits the terminal: the start time, agent and stop reason wrap, and a column
@@ -282,15 +284,18 @@ def traces(jaeger_url: str, service: str | None, stop_reason: str | None, agent:
     since, window = since_window
     service = _options.service_name(service)
     tags = {**({N.STOP_REASON: stop_reason.lower()} if stop_reason else {}),
-            **({N.GEN_AI_AGENT_NAME: agent} if agent else {})}
+            **({N.GEN_AI_AGENT_NAME: agent} if agent else {}),
+            **({N.GEN_AI_CONVERSATION_ID: conversation} if conversation else {})}
     try:
         found = JaegerClient(jaeger_url).search(service=service, limit=limit, since_seconds=window, tags=tags)
     except JaegerError as exc:
         raise CliError(str(exc)) from None
     runs = sorted((run for spans in found if spans for run in Trace(spans).runs()
-                   if (not stop_reason or run.stop_reason == stop_reason.lower()) and (not agent or run.agent == agent)),
-                  key=lambda r: r.start_ns, reverse=True)
-    filters = ", ".join(f"{k}={v}" for k, v in (("stop", stop_reason), ("agent", agent)) if v)
+                   if (not stop_reason or run.stop_reason == stop_reason.lower()) and (not agent or run.agent == agent)
+                   and (not conversation or run.conversation_id == conversation)),
+                  key=lambda r: r.start_ns, reverse=not conversation)  # a conversation reads in order
+    filters = ", ".join(f"{k}={v}" for k, v in (("stop", stop_reason), ("agent", agent),
+                                                ("conversation", conversation)) if v)
     if not runs:
         _say(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
              + f" at {without_credentials(jaeger_url)}.")

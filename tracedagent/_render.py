@@ -195,6 +195,8 @@ class RunSummary:
     """When the run started."""
     duration_ns: int
     """How long it took."""
+    conversation_id: str | None = None
+    """``gen_ai.conversation.id``, when the run was part of a conversation."""
 
     @classmethod
     def of(cls, span: SpanRecord) -> RunSummary:
@@ -206,7 +208,9 @@ class RunSummary:
                    cost=_number(a.get(N.COST_USD)),
                    requested=tuple(_as_list(a.get(N.TOOLS_REQUESTED))),
                    succeeded=tuple(_as_list(a.get(N.TOOLS_EXECUTED))),
-                   start_ns=span.start_ns, duration_ns=span.duration_ns)
+                   start_ns=span.start_ns, duration_ns=span.duration_ns,
+                   conversation_id=None if a.get(N.GEN_AI_CONVERSATION_ID) is None
+                   else str(a[N.GEN_AI_CONVERSATION_ID]))
 
     @property
     def tokens(self) -> int:
