@@ -1,6 +1,6 @@
 """Per-step cost of tracing: how much does tracedagent add beyond what the OTel SDK must do?
 
-The same 10-step agent (a zero-latency FakeModel, one tool call a step), measured four ways:
+The same 10-step agent (a zero-latency FakeModel, one tool call a step), measured six ways:
 
   (a) no SDK: the API's no-op providers - the cost of the loop itself;
   (b) the SDK: TracerProvider + BatchSpanProcessor + an exporter that discards;
@@ -8,7 +8,8 @@ The same 10-step agent (a zero-latency FakeModel, one tool call a step), measure
       OTel calls on the same SDK setup, with no agent at all;
   (e) the floor plus the loop's own bookkeeping between those calls (recording each turn,
       the repeat check, dispatch through the Registry, appending results, the budget
-      checks), with no telemetry code: what a traced loop with free telemetry would cost.
+      checks), with no telemetry code: what a traced loop with free telemetry would cost;
+  (f) (b) through ``arun``, with the model's ``acomplete`` and an async tool.
 
 (b)/(c) is the harness's overhead over the SDK's own work (target <= 1.3); (b)/(a) is what
 turning tracing on costs. (b)/(c) includes the loop's own work, (a), which the floor does
@@ -30,6 +31,7 @@ with the middle half of them. Run: python benchmarks/overhead.py
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import statistics
 import time
@@ -87,6 +89,15 @@ class ZeroLatencyModel:
         self.i += 1
         return turn
 
+    async def acomplete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        return self.complete(messages, tools, max_output_tokens, temperature)
+
+
+@tool(name="lookup")
+async def alookup(q: str) -> str:
+    """Look something up."""
+    return "42"
+
 
 def sdk_provider(exporter: SpanExporter) -> TracerProvider:
     """The SDK as users get it: a BatchSpanProcessor with its default queue and batch sizes."""
@@ -104,6 +115,23 @@ def agent_runs(tracer_provider, meter_provider, runs: int) -> float:
     elapsed = time.perf_counter() - started
     assert run.step_count == STEPS and run.ok
     return elapsed
+
+
+def agent_aruns(tracer_provider, meter_provider, runs: int) -> float:
+    """(f): the same runs through ``arun``, one after another in one event loop, with the
+    model's ``acomplete`` and an async tool (a sync one would cost a thread hop a call)."""
+    agent = Agent(ZeroLatencyModel(), Registry([alookup]), budget=Budget(max_steps=STEPS),
+                  tracer_provider=tracer_provider, meter_provider=meter_provider)
+
+    async def all_runs() -> float:
+        started = time.perf_counter()
+        for _ in range(runs):
+            run = await agent.arun("go")
+        elapsed = time.perf_counter() - started
+        assert run.step_count == STEPS and run.ok
+        return elapsed
+
+    return asyncio.run(all_runs())
 
 
 # The attributes an agent run's spans carry, as constants: the floor computes nothing.
@@ -261,12 +289,13 @@ def main() -> None:
         "c": lambda n: floor_runs(sdk, n),
         "d": lambda n: agent_runs(sdk, sdk_meter, n),
         "e": lambda n: floor_with_loop_runs(sdk, n),
+        "f": lambda n: agent_aruns(sdk, noop_meter, n),
     }, args.runs, args.repeats, flush=sdk.force_flush)
     sdk.shutdown()
-    emitted = SPANS_PER_RUN * 4 * (args.runs * args.repeats + max(1, args.runs // 10))  # (b)-(e), with warm-up
+    emitted = SPANS_PER_RUN * 5 * (args.runs * args.repeats + max(1, args.runs // 10))  # (b)-(f), with warm-up
     if exporter.exported != emitted:
         raise SystemExit(f"the SDK dropped {emitted - exporter.exported} of {emitted} spans: figures refused")
-    a, b, c, d, e = (statistics.median(us[name]) for name in "abcde")
+    a, b, c, d, e, f = (statistics.median(us[name]) for name in "abcdef")
 
     print(f"{STEPS}-step runs x {args.runs}, {args.repeats} repeats; medians per step, and of the "
           f"ratios within each repeat [middle half]:")
@@ -275,12 +304,15 @@ def main() -> None:
     print(f"  (c) floor: bare OTel calls, same spans  {c:8.1f} us/step")
     print(f"  (d) (b) plus the SDK MeterProvider      {d:8.1f} us/step")
     print(f"  (e) floor + the loop's own bookkeeping  {e:8.1f} us/step")
+    print(f"  (f) (b) through arun (async model, tool) {f:8.1f} us/step")
     print(f"  (b)/(c) = {ratio(us, 'b', 'c')}  (target <= 1.3: the harness adds little beyond the SDK's own work)")
     print(f"  (b-a)/(c) = {(b - a) / c:.2f}         (the harness's telemetry alone, the loop's own work (a) taken out)")
     print(f"  (e)/(c) = {ratio(us, 'e', 'c')}  (the best (b)/(c) a loop doing this bookkeeping could reach)")
     print(f"  (b)/(e) = {ratio(us, 'b', 'e')}  (what tracedagent's telemetry code adds over free telemetry)")
     print(f"  (b)/(a) = {ratio(us, 'b', 'a')}  (what turning tracing on costs the loop)")
     print(f"  (d)/(b) = {ratio(us, 'd', 'b')}  (what metrics add)")
+    print(f"  (f)/(c) = {ratio(us, 'f', 'c')}  (target <= 1.3: arun over the same SDK floor)")
+    print(f"  (f)/(b) = {ratio(us, 'f', 'b')}  (arun against run, per step)")
 
 
 if __name__ == "__main__":

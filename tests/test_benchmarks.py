@@ -15,7 +15,7 @@ def test_the_overhead_benchmark_runs_and_prints_every_figure():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     for figure in ("(a) no SDK", "(b) SDK", "(c) floor", "(d)", "(e) floor", "(b)/(c) = ", "(e)/(c) = ",
-                   "(b)/(e) = ", "(d)/(b) = "):
+                   "(b)/(e) = ", "(d)/(b) = ", "(f) (b) through arun", "(f)/(c) = ", "(f)/(b) = "):
         assert figure in done.stdout, done.stdout
 
 
