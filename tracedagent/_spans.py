@@ -57,7 +57,13 @@ class _ToolNames(NamedTuple):
 
     @classmethod
     def of(cls, step: Step) -> _ToolNames:
-        return cls(step.requested_names, step.succeeded_names, step.blocked_names, step.not_dispatched_names)
+        """Step's four lists in one pass over its results (the properties make one each)."""
+        requested = step.requested_names
+        executed: list[str] = []
+        blocked: list[str] = []
+        for result in step.tool_results:
+            (executed if result.ok else blocked).append(result.name)
+        return cls(requested, executed, blocked, requested[len(step.tool_results):])
 
     def attributes(self) -> dict[str, Any]:
         return tool_list_attributes(*self)
@@ -66,7 +72,7 @@ class _ToolNames(NamedTuple):
 class _Scope:
     """A span from its start to its one end, current in between."""
 
-    __slots__ = ("span", "_token", "_open")
+    __slots__ = ("span", "recording", "_token", "_open")
     doing = "ending a span"
 
     def __init__(self, telemetry: AgentTelemetry, name: str, kind: SpanKind, attributes: dict[str, Any]) -> None:
@@ -75,7 +81,10 @@ class _Scope:
         except Exception as exc:
             report("starting a span", exc)
             self.span = INVALID_SPAN
+        self.recording = False
+        """Whether the span records: attributes are read off the records only for one that does."""
         try:
+            self.recording = self.span.is_recording()
             self._token: object | None = otel_context.attach(trace.set_span_in_context(self.span))
         except Exception as exc:
             report("attaching the span context", exc)
@@ -124,7 +133,7 @@ class RunScope(_Scope):
         if telemetry.capture is not None:
             with guard("capturing the task"):
                 attributes.update(_conversation_attributes(telemetry.capture, messages))
-        super().__init__(telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
+        _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
         self._t = telemetry
         self._step: StepScope | None = None
         self._names = _ToolNames([], [], [], [])
@@ -152,7 +161,7 @@ class RunScope(_Scope):
         if self._step is None:
             return
         names = None
-        if step is not None:
+        if step is not None and self.recording:
             names = _ToolNames.of(step)
             for run_list, step_list in zip(self._names, names):
                 run_list += step_list
@@ -165,7 +174,7 @@ class RunScope(_Scope):
             last = run.steps[-1] if run.steps and run.steps[-1].index == self._step.index else None
             self._end_step(last, run.stop)  # ``None``: the model call of that step failed
         with guard(self.doing):
-            if self.span.is_recording():
+            if self.recording:
                 # gen_ai.usage.* are this agent's own model calls; the totals add its sub-agents',
                 # so that summing usage over a trace's spans counts every call once.
                 self.span.set_attributes({
@@ -193,7 +202,7 @@ class RunScope(_Scope):
         if cancelled:
             with guard(self.doing):
                 self.span.set_attribute(N.STOP_REASON, Stop.CANCELLED.value)
-        super().fail(kind, description)
+        _Scope.fail(self, kind, description)
         if cancelled and self._t.metrics_on:
             with guard("recording run metrics"):
                 self._t.run_counter.add(1, {N.GEN_AI_AGENT_NAME: self._t.agent_name,
@@ -218,7 +227,7 @@ class StepScope(_Scope):
     doing = "ending a step span"
 
     def __init__(self, telemetry: AgentTelemetry, index: int) -> None:
-        super().__init__(telemetry, N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
+        _Scope.__init__(self, telemetry, N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
         self.index = index
 
     def end(self, step: Step | None, names: _ToolNames | None, stop: Stop | None) -> None:
@@ -226,7 +235,7 @@ class StepScope(_Scope):
         its model call failed); ``stop`` is why the run ended inside it, if it did."""
         span = self.span
         try:
-            if span.is_recording():
+            if self.recording:
                 if step is not None and names is not None:
                     usage = step.completion.usage
                     span.set_attributes({
@@ -256,18 +265,18 @@ class ChatScope(_Scope):
                 attributes[N.GEN_AI_REQUEST_MAX_TOKENS] = max_output_tokens
             if temperature is not None:
                 attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
-        super().__init__(telemetry, telemetry.chat_span_name, SpanKind.CLIENT, attributes)
+        _Scope.__init__(self, telemetry, telemetry.chat_span_name, SpanKind.CLIENT, attributes)
         self._t = telemetry
         if telemetry.capture is not None:
             with guard("capturing input messages"):
-                if self.span.is_recording():
+                if self.recording:
                     self.span.set_attributes(_conversation_attributes(telemetry.capture, messages))
-        self._started = time.perf_counter()
+        self._started = time.perf_counter() if telemetry.metrics_on else 0.0  # duration: a metric only
 
     def end(self, completion: Completion) -> None:
-        seconds = time.perf_counter() - self._started
+        seconds = time.perf_counter() - self._started if self._t.metrics_on else 0.0
         try:
-            if self.span.is_recording():
+            if self.recording:
                 self.span.set_attributes(self._response_attributes(completion))
         except Exception as exc:
             report(self.doing, exc)
@@ -286,8 +295,8 @@ class ChatScope(_Scope):
     def fail(self, kind: str, description: str | None = None) -> None:
         """The model call raised. Only the exception's type is recorded: provider error
         messages can echo request content or key fragments."""
-        seconds = time.perf_counter() - self._started
-        super().fail(kind, description)
+        seconds = time.perf_counter() - self._started if self._t.metrics_on else 0.0
+        _Scope.fail(self, kind, description)
         t = self._t
         if t.metrics_on:
             with guard("recording model metrics"):
@@ -321,32 +330,32 @@ class ToolScope(_Scope):
 
     def __init__(self, telemetry: AgentTelemetry, call: ToolCall, known: bool) -> None:
         span_name, attributes, self._labels = telemetry.tool_parts(call.name, known)
-        super().__init__(telemetry, span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: bounded(call.id)})
+        _Scope.__init__(self, telemetry, span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: bounded(call.id)})
         self._t = telemetry
         if telemetry.capture is not None:
             with guard("capturing tool arguments"):
-                if self.span.is_recording():
+                if self.recording:
                     self.span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, telemetry.capture.arguments(call.arguments))
 
     def end(self, result: ToolResult) -> None:
         outcome = result.outcome.value
         try:
             self.span.set_attribute(N.TOOL_OUTCOME, outcome)
-            if self._t.capture is not None and self.span.is_recording():
+            if self._t.capture is not None and self.recording:
                 self.span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._t.capture.text(result.content))
         except Exception as exc:
             report(self.doing, exc)
         if result.ok:
             self._close()
         else:
-            super().fail(result.error_type or outcome)
+            _Scope.fail(self, result.error_type or outcome)
         self._count(outcome)
 
     def fail(self, kind: str, description: str | None = None) -> None:
         """The call raised (a custom registry's bug) or was interrupted: that is its outcome."""
         with guard(self.doing):
             self.span.set_attribute(N.TOOL_OUTCOME, kind)
-        super().fail(kind, description)
+        _Scope.fail(self, kind, description)
         self._count(kind)
 
     def _count(self, outcome: str) -> None:
