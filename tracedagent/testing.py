@@ -62,14 +62,18 @@ class FakeModel:
     ``calls`` records what each call was sent (a copy of the messages at that moment).
     ``latency`` sleeps that many seconds per call, so a demo's waterfall looks real.
     ``acomplete`` (which ``Agent.arun`` awaits) plays the same script; its latency is an
-    ``asyncio.sleep``.
+    ``asyncio.sleep``. A turn without usage gets an estimate (``estimate_tokens``) unless
+    ``estimate_usage=False``.
     """
 
     provider_name = "fake"
 
     def __init__(self, script: Iterable[ScriptItem], *, model_name: str = "fake-model",
-                 latency: float = 0.0) -> None:
+                 latency: float = 0.0, estimate_usage: bool = True) -> None:
         self.script = list(script)
+        self.estimate_usage = estimate_usage
+        """``False`` plays each turn's usage as scripted, zero included (replay does: a
+        provider that reported no tokens reported none)."""
         self.model_name = model_name
         self.latency = latency
         self.calls: list[dict[str, Any]] = []
@@ -113,7 +117,7 @@ class FakeModel:
         if isinstance(item, BaseException):
             raise item
         completion = Completion(text=item, finish_reason="stop") if isinstance(item, str) else item
-        if completion.usage == Usage():
+        if self.estimate_usage and completion.usage == Usage():
             sent = estimate_tokens({"messages": messages, "tools": tools})
             answered = estimate_tokens([completion.text, [tc.as_dict() for tc in completion.tool_calls]])
             completion = dataclasses.replace(completion, usage=Usage(input_tokens=sent, output_tokens=answered),
