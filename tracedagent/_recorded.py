@@ -54,6 +54,8 @@ class RecordedCall:
     """What the model was shown (``gen_ai.tool.call.result``); ``None`` without content."""
     error_type: str | None = None
     """``error.type`` of a call that failed, e.g. ``ToolError``."""
+    until_deadline: bool = False
+    """As a stub: the run's time ran out during this call, so the stub waits past the deadline."""
 
 
 @dataclass(kw_only=True)
@@ -80,6 +82,8 @@ class RecordedStep:
 class Recording:
     """Everything replay needs from one run's trace, and what the run did (the expectations)."""
 
+    format: str = FORMAT
+    """The version of this record's JSON (first in the file, so that a reader sees it first)."""
     trace_id: str
     """The trace the run was read from."""
     agent: str
@@ -101,7 +105,10 @@ class Recording:
     """The agent's tools as far as the trace tells: every tool an ``unknown_tool`` reply listed,
     then every other tool that was dispatched."""
     steps: list[RecordedStep] = field(default_factory=list)
-    """Every step, in order."""
+    """Every step, in order: the model's turns, and what each call did (the expectations)."""
+    stubs: list[RecordedCall] = field(default_factory=list)
+    """What each dispatched call answered, in dispatch order: what the stub tools give back.
+    A copy of the steps' calls, so that a stub can be changed without changing what is expected."""
     stop_reason: str = ""
     """``tracedagent.stop_reason``."""
     step_count: int = 0
@@ -114,9 +121,6 @@ class Recording:
     """The agent's own output tokens."""
     cost: float | None = None
     """``tracedagent.cost_usd``, when the budget had prices."""
-    format: str = FORMAT
-    """The version of this record's JSON."""
-
     # --- reading a trace ---------------------------------------------------------------
 
     @classmethod
@@ -154,7 +158,8 @@ class Recording:
             system_prompt=next((p.get("content") for p in system or () if isinstance(p, dict)), None),
             history=messages, budget=_budget(a), request_model=a.get(N.GEN_AI_REQUEST_MODEL),
             driver="arun" if _only_arun(trace, span, tool_spans) else "run",
-            tool_names=_tool_names(steps), steps=steps, stop_reason=str(a[N.STOP_REASON]),
+            tool_names=_tool_names(steps), steps=steps, stubs=_stubs(steps, str(a[N.STOP_REASON])),
+            stop_reason=str(a[N.STOP_REASON]),
             step_count=_int(a.get(N.STEPS)),
             tools={key: list(a.get(name) or []) for key, name in _TOOL_LISTS.items()},
             input_tokens=a.get(N.GEN_AI_USAGE_INPUT_TOKENS), output_tokens=a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS),
@@ -172,6 +177,7 @@ class Recording:
         fields = dict(data)
         fields["steps"] = [RecordedStep(**{**step, "calls": [RecordedCall(**c) for c in step.get("calls", [])]})
                            for step in fields.get("steps", [])]
+        fields["stubs"] = [RecordedCall(**c) for c in fields.get("stubs", [])]
         return cls(**fields)
 
     def make_budget(self) -> Budget:
@@ -239,6 +245,19 @@ def _tool_names(steps: list[RecordedStep]) -> list[str]:
                 and call.name not in names:
             names.append(call.name)
     return names
+
+
+def _stubs(steps: list[RecordedStep], stop_reason: str) -> list[RecordedCall]:
+    """The dispatched calls, copied, the one during which the run's time ran out marked: a call
+    the deadline cut off, or the last call of a run that stopped on its time budget right after
+    its tools."""
+    stubs = [dataclasses.replace(c) for s in steps for c in s.calls if c.outcome is not None]
+    cut = [c for c in stubs if c.outcome == ToolOutcome.TIMEOUT.value and c.result == DEADLINE_RESULT]
+    if cut:
+        cut[0].until_deadline = True
+    elif stop_reason == Stop.TIME_BUDGET.value and steps and steps[-1].error is None and steps[-1].calls and stubs:
+        stubs[-1].until_deadline = True
+    return stubs
 
 
 class _Reader:

@@ -37,19 +37,21 @@ import json
 import re
 from collections import deque
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _names as N
 from ._jaeger import JaegerClient, JaegerError
 from ._loop import Agent
 from ._otlp_json import OtlpJsonError, read_file
 from ._records import Completion, ToolCall, ToolOutcome, Usage
-from ._recorded import DEADLINE_RESULT, RecordedCall, RecordedStep, Recording, ReplayError, steps_of
+from ._recorded import RecordedCall, RecordedStep, Recording, ReplayError, steps_of
 from ._render import group_traces, printable
 from ._run import Run, canonical_arguments
 from ._spans import DeadlineExceeded
 from ._tools import FatalToolError, Registry, Tool, ToolError
-from .testing import FakeModel, ScriptItem
+
+if TYPE_CHECKING:
+    from .testing import FakeModel, ScriptItem
 
 __all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step"]
 
@@ -76,7 +78,8 @@ def load_spans(source: str, *, trace_id: str | None = None, jaeger: str | None =
         if not traces:
             raise ReplayError(f"{source}: no trace {trace_id}")
     elif len(traces) > 1:
-        raise ReplayError(f"{source} holds {len(traces)} traces; choose one with --trace ID")
+        raise ReplayError(f"{source} holds {len(traces)} traces; choose one by its trace id "
+                          f"(`replay FILE --trace ID`, `diff ID ID --file FILE`)")
     return traces[0].spans, source
 
 
@@ -97,9 +100,9 @@ class Replay:
     def from_file(cls, path: str | Path, trace_id: str | None = None, *, agent: str | None = None) -> Replay:
         """From an OTLP/JSON file (``tracedagent demo --out``, a collector's file exporter), or a
         recording JSON written by ``tracedagent replay``. ``agent`` picks a sub-agent's run."""
-        path = Path(path)
-        if path.suffix == ".json" and _is_recording(path):
-            return cls(Recording.from_json(json.loads(path.read_text(encoding="utf-8"))))
+        recording = _recording_file(Path(path))
+        if recording is not None:
+            return cls(recording)
         spans, name = load_spans(str(path), trace_id=trace_id)
         return cls(Recording.of(spans, agent=agent, source=name))
 
@@ -111,6 +114,8 @@ class Replay:
     @property
     def model(self) -> FakeModel:
         """A fresh ``FakeModel`` playing the recorded turns (each run needs its own)."""
+        from .testing import FakeModel  # here: tracedagent.testing re-exports this module
+
         return FakeModel([_turn(step) for step in self.recording.steps], estimate_usage=False,
                          model_name=self.recording.request_model or "fake-model")
 
@@ -162,12 +167,19 @@ class Replay:
                                  f"recorded run did:\n" + "\n".join(problems))
 
 
-def _is_recording(path: Path) -> bool:
+def _recording_file(path: Path) -> Recording | None:
+    """The recording in ``path`` if it is one that ``tracedagent replay`` wrote, else ``None``
+    (an OTLP/JSON file, or anything else, which ``load_spans`` reads or refuses)."""
     try:
-        with path.open(encoding="utf-8") as f:
-            return f'"format": "{Recording.__dataclass_fields__["format"].default}"' in f.read(4096)
-    except (OSError, UnicodeDecodeError):
-        return False
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or "format" not in data:
+        return None
+    try:
+        return Recording.from_json(data)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ReplayError(f"{path}: not a recording this version of tracedagent can read ({exc})") from None
 
 
 # --- comparing steps ---------------------------------------------------------------------
@@ -251,29 +263,15 @@ _OWN_TIMEOUT = re.compile(r" timed out after (\d+(?:\.\d+)?) s$")
 
 
 def _stub_registry(recording: Recording) -> Registry:
-    calls = [c for step in recording.steps for c in step.calls if c.outcome is not None]
-    deadline_call = _deadline_call(recording)
-    denied = {c.id: _after(c.result, "Denied: ") for c in calls if c.outcome == ToolOutcome.DENIED.value}
-    tools = [_stub(name, [c for c in calls if c.name == name and c.outcome != ToolOutcome.DENIED.value],
-                   deadline_call, recording.budget.get("max_seconds"))
+    stubs = recording.stubs
+    denied = {c.id: _after(c.result, "Denied: ") for c in stubs if c.outcome == ToolOutcome.DENIED.value}
+    tools = [_stub(name, [c for c in stubs if c.name == name and c.outcome != ToolOutcome.DENIED.value],
+                   recording.budget.get("max_seconds"))
              for name in recording.tool_names]
     return Registry(tools, policy=(lambda call: denied.get(call.id)) if denied else None)
 
 
-def _deadline_call(recording: Recording) -> RecordedCall | None:
-    """The call during which the run's time ran out: one the deadline cut off, or the last
-    dispatched call of a run that stopped on its time budget right after its tools."""
-    dispatched = [c for step in recording.steps for c in step.calls if c.outcome is not None]
-    cut = [c for c in dispatched if c.outcome == ToolOutcome.TIMEOUT.value and c.result == DEADLINE_RESULT]
-    if cut:
-        return cut[0]
-    last = recording.steps[-1] if recording.steps else None
-    if recording.stop_reason == "time_budget_exhausted" and last and last.error is None and last.calls and dispatched:
-        return dispatched[-1]
-    return None
-
-
-def _stub(name: str, calls: list[RecordedCall], deadline_call: RecordedCall | None, max_seconds: float | None) -> Tool:
+def _stub(name: str, calls: list[RecordedCall], max_seconds: float | None) -> Tool:
     """A tool that answers each recorded call to ``name`` in turn (matched on its arguments)."""
     queues: dict[str, deque[RecordedCall]] = {}
     for call in calls:
@@ -299,10 +297,10 @@ def _stub(name: str, calls: list[RecordedCall], deadline_call: RecordedCall | No
         return text
 
     fn: Callable[..., Any]
-    if deadline_call is not None and deadline_call in calls:
+    if any(call.until_deadline for call in calls):
         async def fn(**arguments: Any) -> Any:
             call = next_call(arguments)
-            if call is deadline_call:
+            if call.until_deadline:
                 await asyncio.sleep(max_seconds or 0)  # past the deadline: arun cuts it off, run stops after it
             return answer(call)
     else:

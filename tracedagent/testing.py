@@ -8,7 +8,8 @@ growth of input tokens over a run is visible in tests and traces, as with a real
 ``Recorder`` keeps every span and metric an agent emits in memory; ``runs()`` gives one
 ``RunView`` per run, and the ``assert_*`` helpers fail with what the run actually did.
 The pytest plugin (``tracedagent.pytest_plugin``) hands each test a fresh recorder as the
-``tracedagent_recorder`` fixture. ``docs/testing.md`` is the guide.
+``tracedagent_recorder`` fixture. ``Replay`` turns a run recorded in a trace into a test
+(``tracedagent replay``). ``docs/testing.md`` is the guide.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from ._testing._views import RunView
 
 __all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens", "Recorder", "RunView",
            "assert_stop", "assert_never_executed", "assert_requested", "assert_span_tree", "find_spans",
-           "ATTRIBUTE_ALIASES", "RAN_OUTCOMES", "SpanSpec", "GlobalCaptureWarning"]
+           "ATTRIBUTE_ALIASES", "RAN_OUTCOMES", "SpanSpec", "GlobalCaptureWarning", "Replay", "ReplayMismatch",
+           "ReplayError"]
 
 ScriptItem = Union[str, Completion, BaseException]
 _call_ids = itertools.count(1)
@@ -123,3 +125,7 @@ class FakeModel:
             completion = dataclasses.replace(completion, usage=Usage(input_tokens=sent, output_tokens=answered),
                                              model=completion.model or self.model_name)
         return completion
+
+
+# Last: replay plays its recorded turns through the FakeModel defined above.
+from ._replay import Replay, ReplayError, ReplayMismatch  # noqa: E402
