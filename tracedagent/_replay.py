@@ -45,7 +45,7 @@ from ._loop import Agent
 from ._otlp_json import OtlpJsonError, read_file
 from ._records import Completion, ToolCall, ToolOutcome, Usage
 from ._recorded import RecordedCall, RecordedStep, Recording, ReplayError, steps_of
-from ._render import group_traces, printable
+from ._render import SpanRecord, group_traces, printable
 from ._run import Run, canonical_arguments
 from ._spans import DeadlineExceeded
 from ._tools import FatalToolError, Registry, Tool, ToolError
@@ -60,7 +60,7 @@ class ReplayMismatch(AssertionError):
     """The replayed run did not do what the recorded one did; the message is the diff."""
 
 
-def load_spans(source: str, *, trace_id: str | None = None, jaeger: str | None = None) -> tuple[list, str]:
+def load_spans(source: str, *, trace_id: str | None = None, jaeger: str | None = None) -> tuple[list[SpanRecord], str]:
     """The spans of one trace, and a name for it in messages: from an OTLP/JSON file (``source``
     a path; ``trace_id`` picks one of its traces, else it must hold one run's trace) or from
     Jaeger (``source`` a trace id). ``ReplayError`` when it is not there."""
