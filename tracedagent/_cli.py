@@ -7,6 +7,8 @@
   ``--runs``/``--concurrency`` turn it into a load generator.
 * ``show FILE`` renders an OTLP/JSON file again.
 * ``traces`` lists recent runs from Jaeger's HTTP API; ``trace ID`` renders one of them.
+* ``replay`` turns a recorded run into a pytest regression test; ``diff`` shows where two
+  runs of one task parted.
 * ``doctor`` checks that the collector, Jaeger, Prometheus and Alertmanager answer, and says
   how to start what does not.
 
@@ -36,7 +38,7 @@ from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import _doctor, _options
+from . import _doctor, _options, _replay_cmd
 from . import _names as N
 from ._budget import Stop
 from ._configure import Telemetry, configure
@@ -46,6 +48,7 @@ from ._jaeger import JaegerClient, JaegerError
 from ._listing import SHORT_ID_DIGITS, Listing
 from ._loop import Agent
 from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
+from ._recorded import ReplayError
 from ._render import Trace, group_traces, printable, runs_table, stop_counts_table, text, trace_tree
 from ._run import Run
 from ._version import __version__
@@ -315,6 +318,53 @@ def trace_command(trace_id: str, jaeger_url: str) -> None:
     except JaegerError as exc:
         raise CliError(str(exc)) from None
     _print_traces(group_traces(spans), title=f"Trace {trace_id}")
+
+
+# --- replay / diff -----------------------------------------------------------------------
+
+@cli.command(short_help="Turn a recorded run into a pytest regression test.")
+@click.argument("source", metavar="TRACE_ID|FILE")
+@click.option("--trace", "trace_id", metavar="ID", help="The trace, when FILE holds several.",
+              callback=lambda ctx, param, value: None if value is None else _options.trace_id(value))
+@click.option("--agent", metavar="NAME", help="Replay this (sub-)agent's run instead of the top one.")
+@_options.jaeger_option
+@click.option("--real-tools", metavar="MODULE:REGISTRY",
+              help="Replay the recorded model turns against your real tools (a tracedagent Registry).")
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="The test to write (default tests/test_replay_<agent>.py); the recording goes beside it.")
+def replay(source: str, trace_id: str | None, agent: str | None, jaeger_url: str, real_tools: str | None,
+           out: Path | None) -> None:
+    """Write a pytest file that replays a recorded run: its model turns played back, its tools
+    stubbed with their recorded results (or --real-tools), checked step by step.
+
+    SOURCE is an OTLP/JSON file (`demo --out`) or a trace id in Jaeger. The run must have been
+    recorded with content capture on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true).
+    """
+    try:
+        recording = _replay_cmd.load_recording(source, trace_id=trace_id, agent=agent, jaeger=jaeger_url)
+        out = out or _replay_cmd.default_test_path(recording)
+        data = _replay_cmd.write_test(recording, out, real_tools=real_tools)
+    except ReplayError as exc:
+        raise CliError(str(exc)) from None
+    _say(f"Wrote {out} and {data}: the run of {recording.agent} ({recording.stop_reason}, "
+         f"{recording.step_count} steps). Run it with `python -m pytest {out}`.")
+
+
+@cli.command(short_help="Show where two runs of one task diverged.")
+@click.argument("a", metavar="A")
+@click.argument("b", metavar="B")
+@click.option("--file", "file", type=click.Path(dir_okay=False, path_type=Path),
+              help="Look the trace ids A and B up in this OTLP/JSON file, not in Jaeger.")
+@_options.jaeger_option
+def diff(a: str, b: str, file: Path | None, jaeger_url: str) -> None:
+    """Two runs side by side: stop reasons, steps, tokens, cost, tools, and the first step
+    at which they differ. A and B are trace ids (in Jaeger, or in --file) or OTLP/JSON files."""
+    try:
+        runs = [_replay_cmd.load_recording(str(file) if file else x, trace_id=x if file else None, agent=None,
+                                           jaeger=jaeger_url, require_content=False) for x in (a, b)]
+    except ReplayError as exc:
+        raise CliError(str(exc)) from None
+    _console.print(_replay_cmd.diff_view(*runs))
 
 
 # --- doctor ------------------------------------------------------------------------------

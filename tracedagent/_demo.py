@@ -336,11 +336,12 @@ SCENARIOS: tuple[Scenario, ...] = (
 
 def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None = None,
                 price_out: float | None = None, tracer_provider: trace.TracerProvider | None = None,
-                meter_provider: metrics.MeterProvider | None = None) -> Agent:
+                meter_provider: metrics.MeterProvider | None = None, capture_content: bool | None = None) -> Agent:
     """A fresh agent for one run of ``scenario`` (a ``FakeModel`` plays its script once).
 
     ``pace`` multiplies the simulated latencies (0 runs flat out). ``price_in``/``price_out``
-    price a scenario that states no prices of its own.
+    price a scenario that states no prices of its own. ``capture_content`` is the ``Agent``'s
+    (``None``: the environment decides).
     """
     budget = scenario.budget
     if (price_in or price_out) and not (budget.price_per_1k_input or budget.price_per_1k_output):
@@ -350,10 +351,11 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
     model = FakeModel([_fresh(item) for item in scenario.script], latency=scenario.model_latency * pace)
     tools = [_slowed(tool(fn), scenario.tool_latency * pace) for fn in scenario.tools]
     tools += [build_agent(sub, pace=pace, price_in=price_in, price_out=price_out, tracer_provider=tracer_provider,
-                          meter_provider=meter_provider).as_tool(description=sub.story)
+                          meter_provider=meter_provider, capture_content=capture_content).as_tool(description=sub.story)
               for sub in scenario.sub_agents]
     return Agent(model, Registry(tools, policy=scenario.policy), budget=budget, system_prompt=SYSTEM_PROMPT,
-                 name=scenario.name, tracer_provider=tracer_provider, meter_provider=meter_provider)
+                 name=scenario.name, tracer_provider=tracer_provider, meter_provider=meter_provider,
+                 capture_content=capture_content)
 
 
 def run_scenario(agent: Agent, scenario: Scenario) -> Run:

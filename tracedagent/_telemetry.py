@@ -168,10 +168,15 @@ class AgentTelemetry:
             explicit_bucket_boundaries_advisory=N.OPERATION_DURATION_BUCKETS)
 
     def run_start_attributes(self, budget: Budget) -> dict[str, Any]:
-        """The run span's attributes at its start: the agent, its model and the run's ceilings."""
+        """The run span's attributes at its start: the agent, its model and the run's ceilings and
+        prices (every field of its ``Budget``: replay rebuilds the budget from them)."""
         ceilings = {N.BUDGET_MAX_STEPS: budget.max_steps, N.BUDGET_MAX_TOKENS: budget.max_tokens,
                     N.BUDGET_MAX_COST: budget.max_cost, N.BUDGET_REPEAT_LIMIT: budget.repeat_limit,
-                    N.BUDGET_NO_PROGRESS_LIMIT: budget.no_progress_limit}
+                    N.BUDGET_NO_PROGRESS_LIMIT: budget.no_progress_limit, N.BUDGET_MAX_SECONDS: budget.max_seconds,
+                    N.BUDGET_MAX_TOOL_CALLS_PER_STEP: budget.max_tool_calls_per_step,
+                    N.BUDGET_MAX_TOOL_CALLS: budget.max_tool_calls,
+                    N.BUDGET_PRICE_PER_1K_INPUT: budget.price_per_1k_input or None,
+                    N.BUDGET_PRICE_PER_1K_OUTPUT: budget.price_per_1k_output or None}
         return {**self.run_attributes, **{k: v for k, v in ceilings.items() if v is not None}}
 
     def tool_parts(self, name: str, known: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:

@@ -8,7 +8,8 @@ growth of input tokens over a run is visible in tests and traces, as with a real
 ``Recorder`` keeps every span and metric an agent emits in memory; ``runs()`` gives one
 ``RunView`` per run, and the ``assert_*`` helpers fail with what the run actually did.
 The pytest plugin (``tracedagent.pytest_plugin``) hands each test a fresh recorder as the
-``tracedagent_recorder`` fixture. ``docs/testing.md`` is the guide.
+``tracedagent_recorder`` fixture. ``Replay`` turns a run recorded in a trace into a test
+(``tracedagent replay``). ``docs/testing.md`` is the guide.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from ._testing._views import RunView
 
 __all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens", "Recorder", "RunView",
            "assert_stop", "assert_never_executed", "assert_requested", "assert_span_tree", "find_spans",
-           "ATTRIBUTE_ALIASES", "RAN_OUTCOMES", "SpanSpec", "GlobalCaptureWarning"]
+           "ATTRIBUTE_ALIASES", "RAN_OUTCOMES", "SpanSpec", "GlobalCaptureWarning", "Replay", "ReplayMismatch",
+           "ReplayError"]
 
 ScriptItem = Union[str, Completion, BaseException]
 _call_ids = itertools.count(1)
@@ -62,14 +64,18 @@ class FakeModel:
     ``calls`` records what each call was sent (a copy of the messages at that moment).
     ``latency`` sleeps that many seconds per call, so a demo's waterfall looks real.
     ``acomplete`` (which ``Agent.arun`` awaits) plays the same script; its latency is an
-    ``asyncio.sleep``.
+    ``asyncio.sleep``. A turn without usage gets an estimate (``estimate_tokens``) unless
+    ``estimate_usage=False``.
     """
 
     provider_name = "fake"
 
     def __init__(self, script: Iterable[ScriptItem], *, model_name: str = "fake-model",
-                 latency: float = 0.0) -> None:
+                 latency: float = 0.0, estimate_usage: bool = True) -> None:
         self.script = list(script)
+        self.estimate_usage = estimate_usage
+        """``False`` plays each turn's usage as scripted, zero included (replay does: a
+        provider that reported no tokens reported none)."""
         self.model_name = model_name
         self.latency = latency
         self.calls: list[dict[str, Any]] = []
@@ -113,9 +119,13 @@ class FakeModel:
         if isinstance(item, BaseException):
             raise item
         completion = Completion(text=item, finish_reason="stop") if isinstance(item, str) else item
-        if completion.usage == Usage():
+        if self.estimate_usage and completion.usage == Usage():
             sent = estimate_tokens({"messages": messages, "tools": tools})
             answered = estimate_tokens([completion.text, [tc.as_dict() for tc in completion.tool_calls]])
             completion = dataclasses.replace(completion, usage=Usage(input_tokens=sent, output_tokens=answered),
                                              model=completion.model or self.model_name)
         return completion
+
+
+# Last: replay plays its recorded turns through the FakeModel defined above.
+from ._replay import Replay, ReplayError, ReplayMismatch  # noqa: E402

@@ -1,0 +1,384 @@
+"""A run as its trace recorded it: what replay plays back and what ``diff`` compares.
+
+One reader turns a trace's spans into a ``Recording`` - the task, the system prompt, the
+history, the budget, and step by step the model's turn and what each tool call did - and
+one converter (``steps_of``) turns a ``Run`` into the same ``RecordedStep`` form, so that a
+recorded run and a replayed one are compared field by field, with one rule.
+
+Everything comes off span attributes named in ``_names``. The content (turns, arguments,
+results) is there only when the run was recorded with content capture on; ``Recording.of``
+refuses a trace without it, or with content cut at the capture limit, in one line that says
+how to record it again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from . import _names as N
+from ._budget import Budget, Stop
+from ._content import is_truncated
+from ._records import Message, ToolOutcome, error_type
+from ._render import SpanRecord, Trace
+from ._run import Run
+
+__all__ = ["ReplayError", "RecordedCall", "RecordedStep", "Recording", "steps_of", "FORMAT"]
+
+FORMAT = "tracedagent-replay/1"
+"""The ``format`` of a recording's JSON; a file of another format is refused."""
+
+DEADLINE_RESULT = "Stopped: the run's time budget ran out during this call."
+"""What a tool call the run's deadline cut off returns (``InstrumentedRegistry.adispatch``)."""
+
+
+class ReplayError(ValueError):
+    """A trace replay cannot use; the message is one line that says what to do."""
+
+
+@dataclass(kw_only=True)
+class RecordedCall:
+    """One tool call the model asked for, and what became of it."""
+
+    id: str
+    """The call id the model gave (``gen_ai.tool.call.id``)."""
+    name: str
+    """The tool the model asked for."""
+    arguments: dict[str, Any] | str | None = None
+    """As the model sent them: an object, or its raw malformed string; ``None`` without content."""
+    outcome: str | None = None
+    """A ``ToolOutcome`` value; ``None`` when the call was never dispatched (the run stopped first)."""
+    result: str | None = None
+    """What the model was shown (``gen_ai.tool.call.result``); ``None`` without content."""
+    error_type: str | None = None
+    """``error.type`` of a call that failed, e.g. ``ToolError``."""
+    until_deadline: bool = False
+    """As a stub: the run's time ran out during this call, so the stub waits past the deadline."""
+
+
+@dataclass(kw_only=True)
+class RecordedStep:
+    """One model turn (or a model call that failed) and its tool calls, in call order."""
+
+    text: str | None = None
+    """The model's text; ``None`` without content."""
+    calls: list[RecordedCall] = field(default_factory=list)
+    """The calls the turn asked for, dispatched or not."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """``input_tokens``, ``output_tokens`` and, when reported, the cache counts."""
+    model: str | None = None
+    """``gen_ai.response.model``."""
+    finish_reason: str | None = None
+    """The provider's finish reason."""
+    response_id: str | None = None
+    """``gen_ai.response.id``."""
+    error: str | None = None
+    """``error.type`` of a model call that failed (``timeout``: the run's deadline cut it off)."""
+
+
+@dataclass(kw_only=True)
+class Recording:
+    """Everything replay needs from one run's trace, and what the run did (the expectations)."""
+
+    format: str = FORMAT
+    """The version of this record's JSON (first in the file, so that a reader sees it first)."""
+    trace_id: str
+    """The trace the run was read from."""
+    agent: str
+    """``gen_ai.agent.name``."""
+    task: str
+    """The user's message that started the run."""
+    system_prompt: str | None = None
+    """From ``gen_ai.system_instructions``."""
+    history: list[Message] = field(default_factory=list)
+    """The messages given before the task."""
+    budget: dict[str, Any] = field(default_factory=dict)
+    """``Budget`` fields as the run span recorded them."""
+    request_model: str | None = None
+    """``gen_ai.request.model`` of the run."""
+    driver: str = "run"
+    """``arun`` when the trace shows what only ``arun`` does (overlapping tool calls, a call cut
+    off by the deadline); otherwise ``run``."""
+    tool_names: list[str] = field(default_factory=list)
+    """The agent's tools as far as the trace tells: every tool an ``unknown_tool`` reply listed,
+    then every other tool that was dispatched."""
+    steps: list[RecordedStep] = field(default_factory=list)
+    """Every step, in order: the model's turns, and what each call did (the expectations)."""
+    stubs: list[RecordedCall] = field(default_factory=list)
+    """What each dispatched call answered, in dispatch order: what the stub tools give back.
+    A copy of the steps' calls, so that a stub can be changed without changing what is expected."""
+    stop_reason: str = ""
+    """``tracedagent.stop_reason``."""
+    step_count: int = 0
+    """``tracedagent.steps``: model calls attempted."""
+    tools: dict[str, list[str]] = field(default_factory=dict)
+    """The run span's tool lists: ``requested``, ``executed``, ``blocked``, ``not_dispatched``."""
+    input_tokens: int | None = None
+    """The agent's own input tokens (``gen_ai.usage.input_tokens``)."""
+    output_tokens: int | None = None
+    """The agent's own output tokens."""
+    cost: float | None = None
+    """``tracedagent.cost_usd``, when the budget had prices."""
+    # --- reading a trace ---------------------------------------------------------------
+
+    @classmethod
+    def of(cls, spans: Sequence[SpanRecord], *, agent: str | None = None, require_content: bool = True,
+           source: str = "the trace") -> Recording:
+        """The run at the top of the trace (its root ``invoke_agent`` span), or the first run of
+        ``agent`` (a sub-agent's, say). ``ReplayError`` when there is none, when it did not return
+        (cancelled), or - with ``require_content`` - when its content was not captured or was cut."""
+        trace = Trace(spans)
+        runs = [s for s in trace.spans if s.is_run and N.STOP_REASON in s.attributes]
+        if agent is not None:
+            runs = [s for s in runs if s.attributes.get(N.GEN_AI_AGENT_NAME) == agent]
+        if not runs:
+            what = f"no run of agent {agent!r}" if agent is not None else "no tracedagent run"
+            raise ReplayError(f"{source}: trace {trace.trace_id} has {what} (no {N.OP_INVOKE_AGENT} span with "
+                              f"{N.STOP_REASON})")
+        span = min(runs, key=lambda s: (_depth(trace, s), s.start_ns))
+        a = span.attributes
+        if a[N.STOP_REASON] == Stop.CANCELLED.value:
+            raise ReplayError(f"{source}: the run of {a.get(N.GEN_AI_AGENT_NAME)!r} was cancelled; only a run that "
+                              f"returned can be replayed")
+        reader = _Reader(source, require_content)
+        system = reader.json(a, N.GEN_AI_SYSTEM_INSTRUCTIONS, "the run's system prompt", optional=True)
+        opening = reader.json(a, N.GEN_AI_INPUT_MESSAGES, "the run's task")
+        messages = [_loop_message(m) for m in opening] if isinstance(opening, list) else []
+        task = messages.pop()["content"] if messages else ""
+        steps = [reader.step(trace, step) for step in sorted(
+            (c for c in trace.children(span) if c.name == N.STEP_SPAN_NAME),
+            key=lambda s: _int(s.attributes.get(N.STEP_INDEX)))]
+        steps = [s for s in steps if s is not None]
+        tool_spans = [t for step in trace.children(span) for t in trace.children(step)
+                      if t.operation == N.OP_EXECUTE_TOOL]
+        return cls(
+            trace_id=trace.trace_id, agent=str(a.get(N.GEN_AI_AGENT_NAME, "agent")), task=str(task),
+            system_prompt=next((p.get("content") for p in system or () if isinstance(p, dict)), None),
+            history=messages, budget=_budget(a), request_model=a.get(N.GEN_AI_REQUEST_MODEL),
+            driver="arun" if _only_arun(trace, span, tool_spans) else "run",
+            tool_names=_tool_names(steps), steps=steps, stubs=_stubs(steps, str(a[N.STOP_REASON])),
+            stop_reason=str(a[N.STOP_REASON]),
+            step_count=_int(a.get(N.STEPS)),
+            tools={key: list(a.get(name) or []) for key, name in _TOOL_LISTS.items()},
+            input_tokens=a.get(N.GEN_AI_USAGE_INPUT_TOKENS), output_tokens=a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS),
+            cost=a.get(N.COST_USD))
+
+    # --- JSON --------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Recording:
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            raise ReplayError(f"not a tracedagent replay recording (expected format {FORMAT!r})")
+        fields = dict(data)
+        fields["steps"] = [RecordedStep(**{**step, "calls": [RecordedCall(**c) for c in step.get("calls", [])]})
+                           for step in fields.get("steps", [])]
+        fields["stubs"] = [RecordedCall(**c) for c in fields.get("stubs", [])]
+        return cls(**fields)
+
+    def make_budget(self) -> Budget:
+        """The run's ``Budget``: its recorded ceilings and prices (the rest as ``Budget``'s defaults)."""
+        return Budget(**self.budget)
+
+
+_TOOL_LISTS = {"requested": N.TOOLS_REQUESTED, "executed": N.TOOLS_EXECUTED, "blocked": N.TOOLS_BLOCKED,
+               "not_dispatched": N.TOOLS_NOT_DISPATCHED}
+
+_BUDGET_FIELDS = {N.BUDGET_MAX_STEPS: "max_steps", N.BUDGET_MAX_TOKENS: "max_tokens", N.BUDGET_MAX_COST: "max_cost",
+                  N.BUDGET_REPEAT_LIMIT: "repeat_limit", N.BUDGET_NO_PROGRESS_LIMIT: "no_progress_limit",
+                  N.BUDGET_MAX_SECONDS: "max_seconds", N.BUDGET_MAX_TOOL_CALLS_PER_STEP: "max_tool_calls_per_step",
+                  N.BUDGET_MAX_TOOL_CALLS: "max_tool_calls", N.BUDGET_PRICE_PER_1K_INPUT: "price_per_1k_input",
+                  N.BUDGET_PRICE_PER_1K_OUTPUT: "price_per_1k_output"}
+
+
+def _budget(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """The run span's budget; a ceiling it does not name had none (``None``), as the span
+    omits unset ones - except ``max_steps`` and ``repeat_limit``, which always have a value."""
+    budget: dict[str, Any] = {"max_tool_calls_per_step": None}
+    for name, key in _BUDGET_FIELDS.items():
+        if name in attributes:
+            budget[key] = attributes[name]
+    return budget
+
+
+def _depth(trace: Trace, span: SpanRecord) -> int:
+    by_id = {s.span_id: s for s in trace.spans}
+    depth = 0
+    while span.parent_id in by_id:
+        span, depth = by_id[span.parent_id], depth + 1  # type: ignore[index]
+    return depth
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _only_arun(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> bool:
+    """Whether the trace shows what only ``arun`` does: a step's tool calls overlapping, or a
+    call the deadline cut off (tool or model: ``run`` cannot cut a call off)."""
+    for step in trace.children(run):
+        tools = sorted((t for t in trace.children(step) if t.operation == N.OP_EXECUTE_TOOL), key=lambda t: t.start_ns)
+        if any(b.start_ns < a.end_ns for a, b in zip(tools, tools[1:])):
+            return True
+        if any(c.operation == N.OP_CHAT and c.attributes.get(N.ERROR_TYPE) == N.ERROR_TIMEOUT
+               for c in trace.children(step)):
+            return True
+    return any(t.attributes.get(N.GEN_AI_TOOL_CALL_RESULT) == DEADLINE_RESULT for t in tool_spans)
+
+
+def _tool_names(steps: list[RecordedStep]) -> list[str]:
+    """The registry's tools as the trace tells them: an ``unknown_tool`` reply lists them (up to
+    32); any other tool that was dispatched (and not denied, which happens before the name is
+    looked up) was registered too."""
+    names: list[str] = []
+    for call in (c for s in steps for c in s.calls):
+        if call.outcome == ToolOutcome.UNKNOWN_TOOL.value and call.result and "Available tools: " in call.result:
+            listed = call.result.rsplit("Available tools: ", 1)[1].rstrip(".")
+            listed = listed.split(" and ", 1)[0] if listed.endswith(" more") else listed
+            names += [n for n in listed.split(", ") if n != "none" and n not in names]
+    for call in (c for s in steps for c in s.calls):
+        if call.outcome not in (None, ToolOutcome.UNKNOWN_TOOL.value, ToolOutcome.DENIED.value) \
+                and call.name not in names:
+            names.append(call.name)
+    return names
+
+
+def _stubs(steps: list[RecordedStep], stop_reason: str) -> list[RecordedCall]:
+    """The dispatched calls, copied, the one during which the run's time ran out marked: a call
+    the deadline cut off, or the last call of a run that stopped on its time budget right after
+    its tools."""
+    stubs = [dataclasses.replace(c) for s in steps for c in s.calls if c.outcome is not None]
+    cut = [c for c in stubs if c.outcome == ToolOutcome.TIMEOUT.value and c.result == DEADLINE_RESULT]
+    if cut:
+        cut[0].until_deadline = True
+    elif stop_reason == Stop.TIME_BUDGET.value and steps and steps[-1].error is None and steps[-1].calls and stubs:
+        stubs[-1].until_deadline = True
+    return stubs
+
+
+class _Reader:
+    """Reads content attributes, refusing what replay cannot use."""
+
+    def __init__(self, source: str, require_content: bool) -> None:
+        self.source = source
+        self.require = require_content
+
+    def json(self, attributes: Mapping[str, Any], name: str, what: str, *, optional: bool = False) -> Any:
+        raw = attributes.get(name)
+        if raw is None:
+            if self.require and not optional:
+                raise ReplayError(f"{self.source}: {what} was not captured: record the run with content capture on "
+                                  f"(Agent(capture_content=True) or {N.ENV_CAPTURE_CONTENT}=true)")
+            return None
+        text = self.text(raw, what)
+        try:
+            return json.loads(text) if text is not None else None
+        except ValueError:
+            if self.require:
+                raise ReplayError(f"{self.source}: {what} is not the JSON tracedagent captures ({name})") from None
+            return None
+
+    def text(self, raw: Any, what: str) -> str | None:
+        if not isinstance(raw, str):
+            return None
+        if is_truncated(raw) and self.require:
+            raise ReplayError(f"{self.source}: {what} was cut at the capture limit; record the run again with "
+                              f"{N.ENV_CONTENT_MAX_LENGTH} raised (default {N.DEFAULT_CONTENT_MAX_LENGTH} characters)")
+        return raw
+
+    def step(self, trace: Trace, step: SpanRecord) -> RecordedStep | None:
+        children = trace.children(step)
+        chat = next((c for c in children if c.operation == N.OP_CHAT), None)
+        if chat is None:
+            return None
+        a = chat.attributes
+        index = step.attributes.get(N.STEP_INDEX)
+        tool_spans = [c for c in children if c.operation == N.OP_EXECUTE_TOOL]
+        if chat.status == "error":
+            return RecordedStep(error=str(a.get(N.ERROR_TYPE) or "Exception"))
+        output = self.json(a, N.GEN_AI_OUTPUT_MESSAGES, f"the model's turn in step {index}")
+        message = output[0] if isinstance(output, list) and output and isinstance(output[0], dict) else None
+        finish = a.get(N.GEN_AI_RESPONSE_FINISH_REASONS) or [None]
+        recorded = RecordedStep(
+            usage={k: v for k, v in (("input_tokens", a.get(N.GEN_AI_USAGE_INPUT_TOKENS)),
+                                     ("output_tokens", a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS)),
+                                     ("cache_read_input_tokens", a.get(N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
+                                     ("cache_creation_input_tokens", a.get(N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)))
+                   if isinstance(v, int)},
+            model=a.get(N.GEN_AI_RESPONSE_MODEL), response_id=a.get(N.GEN_AI_RESPONSE_ID),
+            finish_reason=finish[0] if isinstance(finish, list) else None)
+        if message is not None:
+            parts = [p for p in message.get("parts") or () if isinstance(p, dict)]
+            recorded.text = "".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
+            recorded.calls = [RecordedCall(id=str(p.get("id")), name=str(p.get("name")), arguments=p.get("arguments"))
+                              for p in parts if p.get("type") == "tool_call"]
+        else:  # no content: the calls' names, from the step span (their ids come from the tool spans)
+            recorded.calls = [RecordedCall(id="", name=str(n)) for n in step.attributes.get(N.TOOLS_REQUESTED) or []]
+        self._fill_outcomes(recorded.calls, tool_spans, index)
+        return recorded
+
+    def _fill_outcomes(self, calls: list[RecordedCall], tool_spans: list[SpanRecord], index: Any) -> None:
+        """Each dispatched call's outcome and result, matched by call id (or, without content,
+        by position: dispatched calls are a prefix of the requested ones)."""
+        by_id = {str(t.attributes.get(N.GEN_AI_TOOL_CALL_ID)): t for t in tool_spans}
+        for position, call in enumerate(calls):
+            span = by_id.pop(call.id, None) if call.id else (tool_spans[position] if position < len(tool_spans) else None)
+            if span is None:
+                continue
+            t = span.attributes
+            call.outcome = str(t.get(N.TOOL_OUTCOME, ToolOutcome.ERROR.value))
+            call.error_type = t.get(N.ERROR_TYPE) if t.get(N.ERROR_TYPE) != call.outcome else None
+            call.result = self.text(t.get(N.GEN_AI_TOOL_CALL_RESULT), f"a result of {call.name} in step {index}")
+            if call.result is None and self.require:
+                raise ReplayError(f"{self.source}: the result of {call.name} in step {index} was not captured: record "
+                                  f"the run with content capture on ({N.ENV_CAPTURE_CONTENT}=true)")
+            if not call.id:
+                call.id = str(t.get(N.GEN_AI_TOOL_CALL_ID))
+
+
+def _loop_message(message: Any) -> Message:
+    """A GenAI ``ChatMessage`` of typed parts back in the loop's shape."""
+    if not isinstance(message, dict):
+        return {"role": "user", "content": str(message)}
+    parts = [p for p in message.get("parts") or () if isinstance(p, dict)]
+    role = str(message.get("role", "user"))
+    response = next((p for p in parts if p.get("type") == "tool_call_response"), None)
+    if response is not None:
+        out: Message = {"role": "tool", "tool_call_id": response.get("id"), "content": str(response.get("response", ""))}
+        if message.get("name"):
+            out["name"] = message["name"]
+        return out
+    out = {"role": role, "content": "".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")}
+    calls = [{"id": p.get("id"), "name": p.get("name"), "arguments": p.get("arguments")}
+             for p in parts if p.get("type") == "tool_call"]
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+# --- a Run in the same form ------------------------------------------------------------
+
+def steps_of(run: Run) -> list[RecordedStep]:
+    """A finished ``Run``'s steps as ``RecordedStep``s, to compare with a recording's."""
+    steps = []
+    for step in run.steps:
+        c = step.completion
+        calls = [RecordedCall(id=call.id, name=call.name, arguments=call.arguments) for call in c.tool_calls]
+        for call, result in zip(calls, step.tool_results):
+            call.outcome, call.result = result.outcome.value, result.content
+            call.error_type = result.error_type
+        steps.append(RecordedStep(text=c.text, calls=calls, model=c.model, finish_reason=c.finish_reason,
+                                  response_id=c.response_id, usage=_usage(c.usage)))
+    if run.step_count > len(run.steps):  # the run ended on a model call that failed
+        failed = N.ERROR_TIMEOUT if run.error is None else error_type(run.error)
+        steps.append(RecordedStep(error=failed))
+    return steps
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    counts = dataclasses.asdict(usage)
+    return {k: v for k, v in counts.items() if v or k in ("input_tokens", "output_tokens")}

@@ -1,0 +1,339 @@
+"""Replay: a recorded run as a test - its model turns played back, its tools stubbed.
+
+``Replay`` holds a ``Recording`` (``_recorded.py``) and builds from it what the loop needs to
+run the same way again: a ``FakeModel`` that plays the recorded turns (text, tool calls with
+their ids and raw arguments, usage, model, finish reason) and a ``Registry`` of stub tools
+that give the recorded results under the recorded names. The loop itself is the real one,
+so the stop reason, the steps and the tool lists are decided again, not copied.
+
+How each recorded outcome is reproduced, and how exactly:
+
+* ``ok``: the stub returns the recorded result. Exact (the result as captured: redacted).
+* ``error``: the stub raises an exception of the recorded class name - a ``ToolError`` whose
+  message is the recorded text, or, for a tool's unexpected exception, an ``Exception`` (the
+  registry then shows its class only, as it did). Exact, ``error.type`` included.
+* ``fatal``: a ``FatalToolError`` with the recorded text. Exact.
+* ``denied``: the registry's policy denies that call id with the recorded reason. Exact.
+* ``unknown_tool``: no stub of that name. Exact; the reply lists the stubs, which are the
+  tools the trace names (an ``unknown_tool`` reply lists the original registry's first 32).
+* ``invalid_arguments``: malformed JSON or a non-object is refused by the registry itself,
+  exactly. A JSON object the original schema refused is refused by the stub's schema (an
+  ``enum`` of the arguments the tool did accept): the outcome is exact, the message
+  approximate, so ``check`` compares that call's outcome and not its text.
+* ``timeout`` (the tool's own timeout): the stub raises ``TimeoutError`` and has the recorded
+  timeout. Exact.
+* a call the run's time budget cut off, or during which it ran out: the stub sleeps past the
+  deadline. The stop is reproduced; the tokens are; the wall time is the budget's.
+
+A model call that failed raises an exception of the recorded class; one cut off by the run's
+deadline raises the loop's own deadline signal. Replay uses ``arun`` when the trace shows
+what only ``arun`` does, else ``run``; a parallel turn's results are in call order either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections import deque
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import _names as N
+from ._jaeger import JaegerClient, JaegerError
+from ._loop import Agent
+from ._otlp_json import OtlpJsonError, read_file
+from ._records import Completion, ToolCall, ToolOutcome, Usage
+from ._recorded import RecordedCall, RecordedStep, Recording, ReplayError, steps_of
+from ._render import SpanRecord, group_traces, printable
+from ._run import Run, canonical_arguments
+from ._spans import DeadlineExceeded
+from ._tools import FatalToolError, Registry, Tool, ToolError
+
+if TYPE_CHECKING:
+    from .testing import FakeModel, ScriptItem
+
+__all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step"]
+
+
+class ReplayMismatch(AssertionError):
+    """The replayed run did not do what the recorded one did; the message is the diff."""
+
+
+def load_spans(source: str, *, trace_id: str | None = None, jaeger: str | None = None) -> tuple[list[SpanRecord], str]:
+    """The spans of one trace, and a name for it in messages: from an OTLP/JSON file (``source``
+    a path; ``trace_id`` picks one of its traces, else it must hold one run's trace) or from
+    Jaeger (``source`` a trace id). ``ReplayError`` when it is not there."""
+    if jaeger is not None:
+        try:
+            return JaegerClient(jaeger).trace(source.lower()), f"trace {source}"
+        except JaegerError as exc:
+            raise ReplayError(str(exc)) from None
+    try:
+        traces = group_traces(read_file(Path(source)))
+    except OtlpJsonError as exc:
+        raise ReplayError(str(exc)) from None
+    if trace_id is not None:
+        traces = [t for t in traces if t.trace_id == trace_id.lower().zfill(32)]
+        if not traces:
+            raise ReplayError(f"{source}: no trace {trace_id}")
+    elif len(traces) > 1:
+        raise ReplayError(f"{source} holds {len(traces)} traces; choose one by its trace id "
+                          f"(`replay FILE --trace ID`, `diff ID ID --file FILE`)")
+    return traces[0].spans, source
+
+
+class Replay:
+    """A recorded run, ready to run again: ``replay.run()``, then ``replay.check(run)``."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.recording = recording
+        self.budget = recording.make_budget()
+        """The recorded budget."""
+        self.system_prompt = recording.system_prompt
+        self.history = recording.history
+        self.task = recording.task
+
+    # --- building ----------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, path: str | Path, trace_id: str | None = None, *, agent: str | None = None) -> Replay:
+        """From an OTLP/JSON file (``tracedagent demo --out``, a collector's file exporter), or a
+        recording JSON written by ``tracedagent replay``. ``agent`` picks a sub-agent's run."""
+        recording = _recording_file(Path(path))
+        if recording is not None:
+            return cls(recording)
+        spans, name = load_spans(str(path), trace_id=trace_id)
+        return cls(Recording.of(spans, agent=agent, source=name))
+
+    @classmethod
+    def from_jaeger(cls, trace_id: str, url: str = N.DEFAULT_JAEGER_URL, *, agent: str | None = None) -> Replay:
+        spans, name = load_spans(trace_id, jaeger=url)
+        return cls(Recording.of(spans, agent=agent, source=name))
+
+    @property
+    def model(self) -> FakeModel:
+        """A fresh ``FakeModel`` playing the recorded turns (each run needs its own)."""
+        from .testing import FakeModel  # here: tracedagent.testing re-exports this module
+
+        return FakeModel([_turn(step) for step in self.recording.steps], estimate_usage=False,
+                         model_name=self.recording.request_model or "fake-model")
+
+    @property
+    def registry(self) -> Registry:
+        """Stub tools that give the recorded results, under the recorded names."""
+        return _stub_registry(self.recording)
+
+    def agent(self, registry: Registry | None = None, **options: Any) -> Agent:
+        """An ``Agent`` with the recorded model turns, budget, system prompt and name, and the
+        stub tools - or ``registry`` (your real tools); ``options`` go to ``Agent``."""
+        options.setdefault("budget", self.budget)
+        options.setdefault("system_prompt", self.system_prompt)
+        options.setdefault("name", self.recording.agent)
+        return Agent(self.model, self.registry if registry is None else registry, **options)
+
+    def run(self, agent: Agent | None = None) -> Run:
+        """Run the recorded task (after the recorded history) with the driver the trace shows."""
+        agent = agent or self.agent()
+        if self.recording.driver == "arun":
+            return asyncio.run(agent.arun(self.task, self.history))
+        return agent.run(self.task, self.history)
+
+    # --- checking ----------------------------------------------------------------------
+
+    def check(self, run: Run, *, results: bool = True) -> None:
+        """``ReplayMismatch`` unless ``run`` did what the recording did: the same steps (turns,
+        tool calls, outcomes and, with ``results``, tool results), stop reason, tool lists and
+        tokens. The message shows the first diverging step, expected against actual."""
+        r = self.recording
+        problems: list[str] = []
+        diverged = first_divergence(r.steps, steps_of(run), results=results)
+        if diverged is not None:
+            index, expected, actual = diverged
+            problems.append(f"step {index} diverged:\n  expected: {expected}\n  actual:   {actual}")
+        facts = [("stop reason", r.stop_reason, run.stop.value), ("steps", r.step_count, run.step_count),
+                 ("requested tools", r.tools.get("requested", []), run.requested_tools()),
+                 ("executed tools", r.tools.get("executed", []), run.trajectory()),
+                 ("blocked tools", r.tools.get("blocked", []), run.blocked_tools()),
+                 ("not dispatched", r.tools.get("not_dispatched", []), run.not_dispatched_tools())]
+        if r.input_tokens is not None:
+            facts.append(("input tokens", r.input_tokens, run.own_input_tokens))
+        if r.output_tokens is not None:
+            facts.append(("output tokens", r.output_tokens, run.own_output_tokens))
+        problems += [f"{what}: expected {printable(want)}, actual {printable(got)}"
+                     for what, want, got in facts if want != got]
+        if problems:
+            raise ReplayMismatch(f"the replay of {printable(r.agent)} (trace {r.trace_id}) did not do what the "
+                                 f"recorded run did:\n" + "\n".join(problems))
+
+
+def _recording_file(path: Path) -> Recording | None:
+    """The recording in ``path`` if it is one that ``tracedagent replay`` wrote, else ``None``
+    (an OTLP/JSON file, or anything else, which ``load_spans`` reads or refuses)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or "format" not in data:
+        return None
+    try:
+        return Recording.from_json(data)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ReplayError(f"{path}: not a recording this version of tracedagent can read ({exc})") from None
+
+
+# --- comparing steps ---------------------------------------------------------------------
+
+def first_divergence(expected: list[RecordedStep], actual: list[RecordedStep], *,
+                     results: bool = True) -> tuple[int, str, str] | None:
+    """The first step at which two runs differ, as ``(index, expected, actual)`` descriptions;
+    ``None`` when they agree on every step. A field either side lacks (no content) is not
+    compared; an ``invalid_arguments`` reply's text is not either (see the module's notes)."""
+    for index in range(max(len(expected), len(actual))):
+        want = expected[index] if index < len(expected) else None
+        got = actual[index] if index < len(actual) else None
+        if want is None or got is None or not _same_step(want, got, results):
+            return index, describe_step(want), describe_step(got)
+    return None
+
+
+def _same_step(a: RecordedStep, b: RecordedStep, results: bool) -> bool:
+    if a.error != b.error or len(a.calls) != len(b.calls) or not _agree(a.text, b.text):
+        return False
+    if any(a.usage.get(k) != b.usage.get(k) for k in ("input_tokens", "output_tokens")):
+        return False
+    return all(_same_call(x, y, results) for x, y in zip(a.calls, b.calls))
+
+
+def _same_call(a: RecordedCall, b: RecordedCall, results: bool) -> bool:
+    if a.name != b.name or a.outcome != b.outcome or not _agree(a.arguments, b.arguments):
+        return False
+    approximate = a.outcome == ToolOutcome.INVALID_ARGUMENTS.value
+    return not results or approximate or _agree(a.result, b.result)
+
+
+def _agree(a: Any, b: Any) -> bool:
+    return a is None or b is None or a == b
+
+
+def describe_step(step: RecordedStep | None) -> str:
+    """One line for a step: its tool calls and what became of each, or its text."""
+    if step is None:
+        return "(no such step)"
+    if step.error is not None:
+        return printable(f"the model call failed ({step.error})")
+    tokens = f" [{step.usage.get('input_tokens', '?')} in / {step.usage.get('output_tokens', '?')} out]"
+    if not step.calls:
+        return printable(f"answered {step.text!r}" if step.text is not None else "answered") + tokens
+    return "; ".join(_describe_call(c) for c in step.calls) + tokens
+
+
+def _describe_call(call: RecordedCall) -> str:
+    arguments = "" if call.arguments is None else json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+    fate = "not dispatched" if call.outcome is None else call.outcome
+    result = "" if call.result is None else f": {call.result!r}"
+    return printable(f"{call.name}({arguments}) -> {fate}", limit=120) + printable(result, limit=80)
+
+
+# --- the model's turns -------------------------------------------------------------------
+
+def _turn(step: RecordedStep) -> ScriptItem:
+    if step.error == N.ERROR_TIMEOUT:
+        return DeadlineExceeded()  # what ``arun`` raises when the deadline cuts a call off
+    if step.error is not None:
+        return _exception(step.error, Exception)("the model call failed (replayed from its trace)")
+    usage = Usage(**{k: v for k, v in step.usage.items() if k in Usage.__dataclass_fields__})
+    calls = [ToolCall(id=c.id, name=c.name, arguments={} if c.arguments is None else c.arguments) for c in step.calls]
+    return Completion(text=step.text or "", tool_calls=calls, usage=usage, model=step.model,
+                      finish_reason=step.finish_reason, response_id=step.response_id)
+
+
+def _exception(name: str, base: type[Exception]) -> type[Exception]:
+    """An exception class whose name is the recorded ``error.type`` (``error_type`` reads it)."""
+    if name == base.__name__:
+        return base
+    cls = type(name if name.isidentifier() else "RecordedError", (base,), {})
+    cls.__qualname__ = name
+    return cls
+
+
+# --- the stub tools ----------------------------------------------------------------------
+
+_OWN_TIMEOUT = re.compile(r" timed out after (\d+(?:\.\d+)?) s$")
+
+
+def _stub_registry(recording: Recording) -> Registry:
+    stubs = recording.stubs
+    denied = {c.id: _after(c.result, "Denied: ") for c in stubs if c.outcome == ToolOutcome.DENIED.value}
+    tools = [_stub(name, [c for c in stubs if c.name == name and c.outcome != ToolOutcome.DENIED.value],
+                   recording.budget.get("max_seconds"))
+             for name in recording.tool_names]
+    return Registry(tools, policy=(lambda call: denied.get(call.id)) if denied else None)
+
+
+def _stub(name: str, calls: list[RecordedCall], max_seconds: float | None) -> Tool:
+    """A tool that answers each recorded call to ``name`` in turn (matched on its arguments)."""
+    queues: dict[str, deque[RecordedCall]] = {}
+    for call in calls:
+        queues.setdefault(canonical_arguments(_parsed(call.arguments)), deque()).append(call)
+
+    def next_call(arguments: dict[str, Any]) -> RecordedCall:
+        queue = queues.get(canonical_arguments(arguments))
+        if not queue:
+            raise ToolError(f"replay has no recorded result for {name} with these arguments")
+        return queue.popleft()
+
+    def answer(call: RecordedCall) -> Any:
+        text = call.result or ""
+        if call.outcome == ToolOutcome.FATAL.value:
+            raise _exception(call.error_type or "FatalToolError", FatalToolError)(_after(text, "Fatal error: "))
+        if call.outcome == ToolOutcome.TIMEOUT.value:
+            raise asyncio.TimeoutError  # (a class of its own before Python 3.11)
+        if call.outcome == ToolOutcome.ERROR.value:
+            kind = call.error_type or "ToolError"
+            if text == f"Error: {name} failed ({kind})":  # an unexpected exception: the class is all it showed
+                raise _exception(kind, Exception)()
+            raise _exception(kind, ToolError)(_after(text, "Error: "))
+        return text
+
+    fn: Callable[..., Any]
+    if any(call.until_deadline for call in calls):
+        async def fn(**arguments: Any) -> Any:
+            call = next_call(arguments)
+            if call.until_deadline:
+                await asyncio.sleep(max_seconds or 0)  # past the deadline: arun cuts it off, run stops after it
+            return answer(call)
+    else:
+        def fn(**arguments: Any) -> Any:
+            return answer(next_call(arguments))
+
+    timeouts = [float(m.group(1)) for c in calls if (m := _OWN_TIMEOUT.search(c.result or ""))
+                and c.outcome == ToolOutcome.TIMEOUT.value]
+    return Tool(name=name, description=f"Replays the recorded results of {name}.", fn=fn,
+                parameters=_schema(calls), timeout=timeouts[0] if timeouts else None)
+
+
+def _schema(calls: list[RecordedCall]) -> dict[str, Any]:
+    """Any object - unless the original schema refused an object, which the stub refuses
+    too by accepting only the arguments the tool did accept."""
+    refused = [c for c in calls if c.outcome == ToolOutcome.INVALID_ARGUMENTS.value
+               and isinstance(_parsed(c.arguments), dict)]
+    if not refused:
+        return {"type": "object"}
+    accepted = [_parsed(c.arguments) for c in calls if c.outcome != ToolOutcome.INVALID_ARGUMENTS.value]
+    return {"type": "object", "enum": accepted}
+
+
+def _parsed(arguments: Any) -> Any:
+    """Arguments as the registry sees them once parsed (a raw JSON string decoded)."""
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments) if arguments.strip() else {}
+        except ValueError:
+            return arguments
+    return {} if arguments is None else arguments
+
+
+def _after(text: str | None, prefix: str) -> str:
+    text = text or ""
+    return text[len(prefix):] if text.startswith(prefix) else text
