@@ -159,7 +159,7 @@ def test_a_team_replays_as_one_run_with_its_sub_agents_stubbed(recorded):
 def test_real_tools_replay_the_model_against_your_tools(recorded, tmp_path):
     path, runs = recorded
     (tmp_path / "shop_tools.py").write_text(
-        "from tracedagent import Registry\nfrom tracedagent._demo import lookup_order\n"
+        "from tracedagent import Registry\nfrom tracedagent._scenarios import lookup_order\n"
         "registry = Registry([lookup_order])\n"
         "def lookup_order_v2(order_id: str) -> str:\n    '''Look an order up.'''\n    return 'lost'\n"
         "from tracedagent import tool\nbroken = Registry([tool(name='lookup_order')(lookup_order_v2)])\n")
@@ -179,7 +179,7 @@ def test_real_tools_replay_the_model_against_your_tools(recorded, tmp_path):
 def test_real_tools_that_are_not_a_registry(recorded, tmp_path):
     path, runs = recorded
     trace = runs["help-desk"].trace_id
-    assert_fails_cleanly(tracedagent("replay", path, "--trace", trace, "--real-tools", "tracedagent._demo:lookup_order",
+    assert_fails_cleanly(tracedagent("replay", path, "--trace", trace, "--real-tools", "tracedagent._scenarios:lookup_order",
                                      "-o", tmp_path / "t.py"), "is a function, not a tracedagent Registry")
     assert_fails_cleanly(tracedagent("replay", path, "--trace", trace, "--real-tools", "no_such_module:x",
                                      "-o", tmp_path / "t.py"), "cannot import it (ModuleNotFoundError")

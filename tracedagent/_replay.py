@@ -48,10 +48,11 @@ from ._recorded import RecordedCall, RecordedStep, Recording, ReplayError, steps
 from ._render import SpanRecord, group_traces, printable
 from ._run import Run, canonical_arguments
 from ._spans import DeadlineExceeded
+from ._testing._fake import FakeModel
 from ._tools import FatalToolError, Registry, Tool, ToolError
 
 if TYPE_CHECKING:
-    from .testing import FakeModel, ScriptItem
+    from ._testing._fake import ScriptItem
 
 __all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step"]
 
@@ -114,7 +115,6 @@ class Replay:
     @property
     def model(self) -> FakeModel:
         """A fresh ``FakeModel`` playing the recorded turns (each run needs its own)."""
-        from .testing import FakeModel  # here: tracedagent.testing re-exports this module
 
         return FakeModel([_turn(step) for step in self.recording.steps], estimate_usage=False,
                          model_name=self.recording.request_model or "fake-model")

@@ -1,0 +1,108 @@
+"""``FakeModel``: a model that plays a script, for tests and the demo (no model can be reached
+from a test). Its token counts are estimated from what it was sent, so the quadratic growth of
+input tokens over a run is visible in tests and traces, as with a real model."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import json
+import math
+import threading
+import time
+from typing import Any, Iterable, Union
+
+from .._records import Completion, Message, ToolCall, Usage
+
+__all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens"]
+
+ScriptItem = Union[str, Completion, BaseException]
+_call_ids = itertools.count(1)
+
+
+class ScriptExhausted(RuntimeError):
+    """The model was called more often than its script has turns."""
+
+
+def tool_call(name: str, args: dict[str, Any] | str | None = None, *, id: str | None = None,
+              text: str = "") -> Completion:
+    """A turn requesting one tool call; ``args`` may be a raw (even malformed) JSON string."""
+    call = ToolCall(id=id or f"call_{next(_call_ids)}", name=name, arguments={} if args is None else args)
+    return Completion(text=text, tool_calls=[call], finish_reason="tool_calls")
+
+
+def estimate_tokens(payload: Any) -> int:
+    """About four characters a token, never zero: deterministic, like a tokenizer."""
+    text = payload if isinstance(payload, str) else json.dumps(payload, sort_keys=True, default=str)
+    return max(1, math.ceil(len(text) / 4))
+
+
+class FakeModel:
+    """A ``Model`` that plays a script: ``str`` answers, ``Completion`` turns (see ``tool_call``),
+    or exceptions to raise. An exhausted script raises ``ScriptExhausted``.
+
+    ``calls`` records what each call was sent (a copy of the messages at that moment).
+    ``latency`` sleeps that many seconds per call, so a demo's waterfall looks real.
+    ``acomplete`` (which ``Agent.arun`` awaits) plays the same script; its latency is an
+    ``asyncio.sleep``. A turn without usage gets an estimate (``estimate_tokens``) unless
+    ``estimate_usage=False``.
+    """
+
+    provider_name = "fake"
+
+    def __init__(self, script: Iterable[ScriptItem], *, model_name: str = "fake-model",
+                 latency: float = 0.0, estimate_usage: bool = True) -> None:
+        self.script = list(script)
+        self.estimate_usage = estimate_usage
+        """``False`` plays each turn's usage as scripted, zero included (replay does: a
+        provider that reported no tokens reported none)."""
+        self.model_name = model_name
+        self.latency = latency
+        self.calls: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def call_count(self) -> int:
+        return len(self.calls)
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                 max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
+        index = self._take(messages, tools, max_output_tokens, temperature)
+        if self.latency:
+            time.sleep(self.latency)
+        return self._play(index, messages, tools)
+
+    async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                        max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
+        """``complete`` for ``Agent.arun``: the same script, its latency an ``asyncio.sleep``
+        (so concurrent runs overlap, and cancelling the run cancels the call)."""
+        index = self._take(messages, tools, max_output_tokens, temperature)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return self._play(index, messages, tools)
+
+    def _take(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+              max_output_tokens: int | None, temperature: float | None) -> int:
+        """Record the call and claim its turn of the script (one at a time: runs in threads
+        may share the model)."""
+        with self._lock:
+            self.calls.append({"messages": [dict(m) for m in messages], "tools": tools,
+                               "max_output_tokens": max_output_tokens, "temperature": temperature})
+            return len(self.calls) - 1
+
+    def _play(self, index: int, messages: list[Message], tools: list[dict[str, Any]] | None) -> Completion:
+        """Turn ``index`` of the script: raised, or returned with estimated usage."""
+        if index >= len(self.script):
+            raise ScriptExhausted(f"FakeModel was called {index + 1} times but its script has "
+                                  f"{len(self.script)} turns")
+        item = self.script[index]
+        if isinstance(item, BaseException):
+            raise item
+        completion = Completion(text=item, finish_reason="stop") if isinstance(item, str) else item
+        if self.estimate_usage and completion.usage == Usage():
+            sent = estimate_tokens({"messages": messages, "tools": tools})
+            answered = estimate_tokens([completion.text, [tc.as_dict() for tc in completion.tool_calls]])
+            completion = dataclasses.replace(completion, usage=Usage(input_tokens=sent, output_tokens=answered),
+                                             model=completion.model or self.model_name)
+        return completion
