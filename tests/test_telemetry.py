@@ -468,3 +468,21 @@ def test_a_no_op_meter_provider_records_nothing_and_the_run_is_unchanged():
     run = agent.run("go")
     assert run.ok and run.trajectory() == ["search_help"]
     assert recorder.runs()[0].span.attributes["tracedagent.tools.executed"] == ("search_help",)
+
+
+@pytest.mark.parametrize("stop", sorted(RETURNED_STOPS))
+def test_every_requested_call_has_one_fate_and_the_steps_agree(rec, stop):
+    run, view = run_scenario(rec, stop)
+    spans = [view.span, *view.step_spans]
+    for span in spans:
+        a = span.attributes
+        requested = list(a.get("tracedagent.tools.requested", ()))
+        fates = [*a.get("tracedagent.tools.executed", ()), *a.get("tracedagent.tools.blocked", ()),
+                 *a.get("tracedagent.tools.not_dispatched", ())]
+        assert sorted(fates) == sorted(requested), (span.name, dict(a))
+    # A step is a model call attempted: the Run, the run span and the step spans agree.
+    assert run.step_count == view.steps == len(view.step_spans) == len(view.chat_spans)
+    assert view.not_dispatched_tools == run.not_dispatched_tools()
+    if run.not_dispatched_tools():
+        [stopped_in] = [s for s in view.step_spans if s.attributes.get("tracedagent.tools.not_dispatched")]
+        assert stopped_in.attributes["tracedagent.tools.not_dispatched_reason"] == stop.value
