@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY: install install-test demo test test-unit test-pythons bench alerts-test \
+.PHONY: install install-test demo test test-unit test-pythons bench bench-peers alerts-test \
         stack-build stack-up stack-down stack-status stack-smoke compose-check
 
 install:       ## the package, editable
@@ -28,6 +28,10 @@ test-pythons:  ## the service-free tests on Python 3.10, 3.12 and 3.13 too, each
 bench: install-test  ## the overhead and exit-time benchmarks (print figures; nothing asserts timings)
 	$(PYTHON) benchmarks/overhead.py
 	$(PYTHON) benchmarks/exit_time.py
+
+bench-peers: install  ## tracedagent side by side with pydantic-ai, openai-agents and smolagents; draws docs/peers.png
+	$(PIP) install --quiet --disable-pip-version-check -e '.[bench]'
+	$(PYTHON) benchmarks/peers.py
 
 # --- the observability stack without Docker (see collector/README.md) --------------------
 # The logic lives in scripts/stack.sh; these targets only name it.
