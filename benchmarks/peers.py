@@ -141,7 +141,22 @@ def checked(library: str, ok: bool) -> None:
 Measure = Callable[[int], float]
 
 
-def tracedagent_build(steps: int, provider: TracerProvider | None, content: bool) -> Measure:
+class Replay:
+    """A tracedagent ``Model`` that replays a script and records nothing. FakeModel keeps a copy
+    of the conversation from every call (tests read them), so its calls grow with the run; the
+    growth section measures tracedagent with this model too, to tell the loop from its test double."""
+
+    provider_name = "fake"
+
+    def __init__(self, script: list[Completion], model_name: str) -> None:
+        self.script, self.model_name, self.calls = script, model_name, 0
+
+    def complete(self, messages, tools=None, max_output_tokens=None, temperature=None) -> Completion:
+        self.calls += 1
+        return self.script[self.calls - 1]
+
+
+def tracedagent_build(steps: int, provider: TracerProvider | None, content: bool, model=FakeModel) -> Measure:
     usage = Usage(input_tokens=100, output_tokens=10)  # given, so FakeModel does not estimate tokens
     script: list = [Completion(tool_calls=[ToolCall(f"c{i}", "lookup", {"q": f"q{i}"})], usage=usage,
                                finish_reason="tool_calls") for i in range(steps - 1)]
@@ -151,7 +166,7 @@ def tracedagent_build(steps: int, provider: TracerProvider | None, content: bool
     tracer_provider = provider or NoOpTracerProvider()
 
     def measure(runs: int) -> float:
-        agents = [Agent(FakeModel(script, model_name=MODEL), registry, budget=budget, capture_content=content,
+        agents = [Agent(model(script, model_name=MODEL), registry, budget=budget, capture_content=content,
                         tracer_provider=tracer_provider, meter_provider=NO_METRICS) for _ in range(runs)]
         started = time.perf_counter()
         done = [agent.run(PROMPT) for agent in agents]
@@ -327,6 +342,8 @@ LIBRARIES = (
             ("openai-agents", "openinference-instrumentation-openai-agents"), True),
     Library("smolagents", smolagents_build, ("smolagents", "openinference-instrumentation-smolagents"), True),
 )
+# Growth only: tracedagent with a model that records nothing (see Replay).
+REPLAYED = Library("tracedagent/replay", lambda *args: tracedagent_build(*args, model=Replay), ("tracedagent",), False)
 MODES = ("untraced", "traced", "content")  # content: traced with content capture on
 
 
@@ -398,6 +415,8 @@ def take_turns(measures: dict[str, Measure], runs: dict[str, int], steps: int, r
     rotates between repeats, so the measures of one repeat ran under the same load."""
     us: dict[str, list[float]] = {name: [] for name in measures}
     names = list(measures)
+    gc.collect()
+    gc.freeze()  # what exists now is never garbage of a turn: collections between turns skip it
     for repeat in range(repeats):
         for name in names[repeat % len(names):] + names[:repeat % len(names)]:
             sdk.provider.force_flush()
@@ -409,6 +428,7 @@ def take_turns(measures: dict[str, Measure], runs: dict[str, int], steps: int, r
                 gc.enable()
             sdk.emitted += spans[name] * runs[name]
             us[name].append(elapsed / (runs[name] * steps) * 1e6)
+    gc.unfreeze()
     return us
 
 
@@ -436,15 +456,15 @@ def side_by_side(args, sdk: TracedSDK) -> None:
     print(f"1. µs per step, {STEPS}-step runs; {args.repeats} turns of each measure, about {args.turn * 1000:.0f} ms "
           "each, interleaved;")
     print("   medians, and each peer's ratio to tracedagent: the median of the per-turn ratios [middle half]")
-    print(f"   {'':14} {'untraced':>9} {'traced':>9} {'+content':>9}   {'traced / tracedagent':>22}   "
+    print(f"   {'':14} {'untraced':>9} {'traced':>9} {'+content':>9} {'tracing adds':>13}   {'traced / tracedagent':>22}   "
           f"{'+content / tracedagent':>22}   {'untraced / tracedagent':>22}")
     for lib in LIBRARIES:
         row = [statistics.median(us[f"{lib.name}/{mode}"]) for mode in MODES]
         ratios = ["" if lib.name == "tracedagent" else
                   spread([a / b for a, b in zip(us[f"{lib.name}/{mode}"], us[f"tracedagent/{mode}"])])
                   for mode in ("traced", "content", "untraced")]
-        print(f"   {lib.name:14} {row[0]:9.1f} {row[1]:9.1f} {row[2]:9.1f}   {ratios[0]:>22}   {ratios[1]:>22}   "
-              f"{ratios[2]:>22}")
+        print(f"   {lib.name:14} {row[0]:9.1f} {row[1]:9.1f} {row[2]:9.1f} {row[1] - row[0]:13.1f}   {ratios[0]:>22}   "
+              f"{ratios[1]:>22}   {ratios[2]:>22}")
     print(f"   (runs per turn: " + ", ".join(f"{key} {n}" for key, n in runs.items() if key.endswith("/traced"))
           + f"; {sdk.exporter.exported} spans exported, none dropped)")
     print()
@@ -475,10 +495,10 @@ def grow(args, sdk: TracedSDK) -> dict[str, Growth]:
     """Section 3: each library at each size in GROWTH_STEPS, untraced and traced in turns,
     until its next size would cost more than the budget."""
     grown: dict[str, Growth] = {}
-    for lib in LIBRARIES:
+    for lib in (LIBRARIES[0], REPLAYED, *LIBRARIES[1:]):
         growth = grown[lib.name] = Growth([], [], [], [])
         for steps in args.growth_steps:
-            if len(growth.steps) >= 2 and lib.name != "tracedagent":
+            if len(growth.steps) >= 2 and lib.packages != ("tracedagent",):
                 # the cost of a run at the next size, if it grows as it did from the last size to this one
                 seconds_per_run = growth.traced[-1] * steps / 1e6 * (growth.traced[-1] / growth.traced[-2])
                 predicted = seconds_per_run * 2 * (args.growth_repeats + 2)
@@ -500,13 +520,13 @@ def grow(args, sdk: TracedSDK) -> dict[str, Growth]:
 
     print(f"3. Growth: µs per step traced and untraced, and OTLP bytes per step traced, content off; "
           f"{args.growth_repeats} turns each")
-    print(f"   {'steps':24}" + "".join(f"{n:>10}" for n in args.growth_steps))
+    print(f"   {'steps':28}" + "".join(f"{n:>10}" for n in args.growth_steps))
     for name, growth in grown.items():
         for label, figures, unit in (("traced", growth.traced, ""), ("untraced", growth.untraced, ""),
                                      ("bytes", growth.bytes_per_step, " B")):
-            print(f"   {name if label == 'traced' else '':14}{label:>10}" + "".join(f"{f:>8.0f}{unit:2}" for f in figures))
+            print(f"   {name if label == 'traced' else '':18}{label:>10}" + "".join(f"{f:>8.0f}{unit:2}" for f in figures))
         if growth.stopped:
-            print(f"   {'':24}{growth.stopped}")
+            print(f"   {'':28}{growth.stopped}")
     print()
     return grown
 
@@ -610,7 +630,7 @@ def plot(grown: dict[str, Growth], path: Path) -> None:
     from matplotlib import pyplot
 
     figure, axes = pyplot.subplots(figsize=(7.5, 4.5), dpi=120)
-    for (name, growth), colour in zip(grown.items(), ("tab:green", "tab:blue", "tab:orange", "tab:red")):
+    for (name, growth), colour in zip(grown.items(), ("tab:green", "tab:olive", "tab:blue", "tab:orange", "tab:red")):
         axes.plot(growth.steps, growth.traced, "o-", color=colour, label=f"{name}, traced")
         axes.plot(growth.steps, growth.untraced, "o--", color=colour, alpha=0.5, label=f"{name}, untraced")
     axes.set_xscale("log")
@@ -655,16 +675,20 @@ def main() -> None:
     if args.repeats < 2 or args.growth_repeats < 1:
         parser.error("--repeats must be at least 2 (the ratios are medians over them), --growth-repeats at least 1")
 
-    started = time.perf_counter()
     print("; ".join(versions()))
     print()
+    took = [time.perf_counter()]
     sdk = TracedSDK()
     side_by_side(args, sdk)
+    took.append(time.perf_counter())
     grown = grow(args, sdk)
     sdk.provider.shutdown()
+    took.append(time.perf_counter())
     throughput(args)
+    took.append(time.perf_counter())
     plot(grown, args.plot)
-    print(f"Took {time.perf_counter() - started:.0f} s.")
+    print(f"Took {time.perf_counter() - took[0]:.0f} s (sections 1-2, 3, 4: "
+          + ", ".join(f"{b - a:.0f} s" for a, b in zip(took, took[1:])) + ").")
 
 
 if __name__ == "__main__":

@@ -62,19 +62,20 @@ def test_the_peers_benchmark_runs_and_prints_every_figure(tmp_path):
     assert [section[:2] for section in sections] == ["1.", "2.", "3.", "4."], done.stdout
     timing, weights, growth, export = sections
 
-    # 1: µs/step untraced, traced, traced with content; a peer adds its three ratios to
-    # tracedagent, each a median and the two ends of the middle half
+    # 1: µs/step untraced, traced, traced with content, what tracing adds; a peer adds its
+    # three ratios to tracedagent, each a median and the two ends of the middle half
     for library in PEERS:
-        assert len(_row(timing, library)) == (3 if library == "tracedagent" else 3 + 3 * 3), timing
+        assert len(_row(timing, library)) == (4 if library == "tracedagent" else 4 + 3 * 3), timing
     assert "none dropped" in timing
     # 2: spans, attribute bytes and OTLP bytes, content off and on
     for library in PEERS:
         assert len(_row(weights, library)) == 6, weights
     # 3: --quick grows to 1 and 10 steps: µs/step traced and untraced, bytes/step
-    for library in PEERS:
+    # (tracedagent/replay: tracedagent with a model that records nothing)
+    for library in (*PEERS, "tracedagent/replay"):
         assert len(_row(growth, library)) == 2, growth  # the "traced" row is the one named
     assert [len(_numbers(line)) for line in growth.splitlines() if line.split()[:1] in (["untraced"], ["bytes"])] \
-        == [2] * 2 * len(PEERS), growth
+        == [2] * 2 * (len(PEERS) + 1), growth
     # 4: with the stack up (`make test` requires it), the throughput figures; else why not
     if os.environ.get("TRACEDAGENT_REQUIRE_STACK") or "skipped:" not in export:
         assert re.search(r"nothing dropped up to \d+ runs/s, \d+ spans/s", export), export
