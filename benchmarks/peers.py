@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import gc
 import itertools
+import logging
 import os
 import platform
 import socket
@@ -50,6 +51,7 @@ import statistics
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -109,7 +111,7 @@ async def lookup_async(q: str) -> str:
     Args:
         q: What to look up.
     """
-    return lookup(q)
+    return lookup(q)  # the async libraries get async tools: they run a sync one in a worker thread
 
 
 # --- the scripts: turn i of a run of `steps` calls lookup(q=f"q{i}"), the last turn answers ---
@@ -186,8 +188,8 @@ def pydantic_ai_build(steps: int, provider: TracerProvider | None, content: bool
                  else [ToolCallPart("lookup", {"q": f"q{turn}"}, tool_call_id=f"c{turn}")])
         return ModelResponse(parts=parts, usage=RequestUsage(input_tokens=100, output_tokens=10))
 
-    agent = pydantic_ai.Agent(FunctionModel(respond, model_name=MODEL), tools=[pydantic_ai.Tool(lookup_async, name="lookup")],
-                             name="agent")
+    agent = pydantic_ai.Agent(FunctionModel(respond, model_name=MODEL), name="agent",
+                              tools=[pydantic_ai.Tool(lookup_async, name="lookup")])
     agent.instrument = (InstrumentationSettings(tracer_provider=provider, meter_provider=NO_METRICS,
                                                 include_content=content) if provider else False)
     limits = UsageLimits(request_limit=None)  # its default stops a run at 50 requests
@@ -295,22 +297,19 @@ def smolagents_build(steps: int, provider: TracerProvider | None, content: bool)
     return counted("smolagents", script, measure)
 
 
-class instrumented:
-    """An OpenInference instrumentor switched on for one turn (outside the timed part of it)
-    when there is a provider: it patches the library's classes, which untraced turns must not see."""
-
-    def __init__(self, instrumentor, provider: TracerProvider | None, content: bool) -> None:
-        self.instrumentor, self.provider, self.content = instrumentor, provider, content
-
-    def __enter__(self) -> None:
-        if self.provider:
-            self.instrumentor.instrument(tracer_provider=self.provider,
-                                         config=TraceConfig(hide_inputs=not self.content,
-                                                            hide_outputs=not self.content))
-
-    def __exit__(self, *exc) -> None:
-        if self.provider:
-            self.instrumentor.uninstrument()
+@contextmanager
+def instrumented(instrumentor, provider: TracerProvider | None, content: bool) -> Iterator[None]:
+    """An OpenInference instrumentor switched on for one turn (outside its timed part) when
+    there is a provider: it patches the library's classes, which untraced turns must not see."""
+    if provider is None:
+        yield
+        return
+    instrumentor.instrument(tracer_provider=provider, config=TraceConfig(hide_inputs=not content,
+                                                                           hide_outputs=not content))
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
 
 
 def counted(library: str, script: Script, measure: Measure) -> Measure:
@@ -343,7 +342,8 @@ LIBRARIES = (
     Library("smolagents", smolagents_build, ("smolagents", "openinference-instrumentation-smolagents"), True),
 )
 # Growth only: tracedagent with a model that records nothing (see Replay).
-REPLAYED = Library("tracedagent/replay", lambda *args: tracedagent_build(*args, model=Replay), ("tracedagent",), False)
+REPLAYED = Library("tracedagent/replay", lambda *args: tracedagent_build(*args, model=Replay), ("tracedagent",),
+                   False)
 MODES = ("untraced", "traced", "content")  # content: traced with content capture on
 
 
@@ -456,8 +456,8 @@ def side_by_side(args, sdk: TracedSDK) -> None:
     print(f"1. µs per step, {STEPS}-step runs; {args.repeats} turns of each measure, about {args.turn * 1000:.0f} ms "
           "each, interleaved;")
     print("   medians, and each peer's ratio to tracedagent: the median of the per-turn ratios [middle half]")
-    print(f"   {'':14} {'untraced':>9} {'traced':>9} {'+content':>9} {'tracing adds':>13}   {'traced / tracedagent':>22}   "
-          f"{'+content / tracedagent':>22}   {'untraced / tracedagent':>22}")
+    print(f"   {'':14} {'untraced':>9} {'traced':>9} {'+content':>9} {'tracing adds':>13}   "
+          f"{'traced / tracedagent':>22}   {'+content / tracedagent':>22}   {'untraced / tracedagent':>22}")
     for lib in LIBRARIES:
         row = [statistics.median(us[f"{lib.name}/{mode}"]) for mode in MODES]
         ratios = ["" if lib.name == "tracedagent" else
@@ -499,9 +499,11 @@ def grow(args, sdk: TracedSDK) -> dict[str, Growth]:
         growth = grown[lib.name] = Growth([], [], [], [])
         for steps in args.growth_steps:
             if len(growth.steps) >= 2 and lib.packages != ("tracedagent",):
-                # the cost of a run at the next size, if it grows as it did from the last size to this one
-                seconds_per_run = growth.traced[-1] * steps / 1e6 * (growth.traced[-1] / growth.traced[-2])
-                predicted = seconds_per_run * 2 * (args.growth_repeats + 2)
+                # a run's cost at the next size if the cost per step keeps growing in a straight
+                # line through the last two sizes, for the runs one size takes (weigh, warm up, turns)
+                (n1, n2), (t1, t2) = growth.steps[-2:], growth.traced[-2:]
+                per_step = t2 + max(0.0, (t2 - t1) / (n2 - n1)) * (steps - n2)
+                predicted = per_step * steps / 1e6 * (1 + 2 * (2 + args.growth_repeats))
                 if predicted > args.growth_budget:
                     growth.stopped = (f"stopped after {growth.steps[-1]} steps: {steps} would take about "
                                       f"{predicted:.0f} s, over the {args.growth_budget:.0f} s budget")
@@ -524,7 +526,8 @@ def grow(args, sdk: TracedSDK) -> dict[str, Growth]:
     for name, growth in grown.items():
         for label, figures, unit in (("traced", growth.traced, ""), ("untraced", growth.untraced, ""),
                                      ("bytes", growth.bytes_per_step, " B")):
-            print(f"   {name if label == 'traced' else '':18}{label:>10}" + "".join(f"{f:>8.0f}{unit:2}" for f in figures))
+            print(f"   {name if label == 'traced' else '':18}{label:>10}"
+                  + "".join(f"{figure:>8.0f}{unit:2}" for figure in figures))
         if growth.stopped:
             print(f"   {'':28}{growth.stopped}")
     print()
@@ -550,10 +553,39 @@ class Load:
     seconds: float
     emitted: int
     delivered: int
+    warnings: list[str]
+    """What the SDK and tracedagent logged meanwhile: why spans were lost, if they were."""
 
     @property
     def dropped(self) -> int:
         return self.emitted - self.delivered
+
+    @property
+    def why(self) -> str:
+        if any("Queue full" in message for message in self.warnings):
+            return "the SDK queue was full"
+        return self.warnings[0] if self.warnings else "nothing was logged"
+
+
+class Warnings(logging.Handler):
+    """Keeps the warnings logged under the given loggers (instead of printing them)."""
+
+    def __init__(self, *loggers: str) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+        self.loggers = [logging.getLogger(name) for name in loggers]
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def __enter__(self) -> list[str]:
+        for logger in self.loggers:
+            logger.addHandler(self)
+        return self.messages
+
+    def __exit__(self, *exc) -> None:
+        for logger in self.loggers:
+            logger.removeHandler(self)
 
 
 def offer_load(endpoint: str, rate: float | None, threads: int, seconds: float) -> Load:
@@ -569,22 +601,24 @@ def offer_load(endpoint: str, rate: float | None, threads: int, seconds: float) 
         measure = build()
         started = time.perf_counter()
         while time.perf_counter() < deadline:
-            if rate is not None:
-                time.sleep(max(0.0, started + counts[index] / rate - time.perf_counter()))
+            ahead = 0.0 if rate is None else started + counts[index] / rate - time.perf_counter()
+            if ahead > 0:  # only then: a sleep, even of 0 s, hands the export thread the GIL
+                time.sleep(ahead)
             measure(1)
             counts[index] += 1
 
     workers = [threading.Thread(target=produce, args=(i,)) for i in range(threads)]
-    started = time.perf_counter()
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    elapsed = time.perf_counter() - started
-    telemetry.shutdown(timeout=30)
+    with Warnings("opentelemetry", "tracedagent") as warnings:
+        started = time.perf_counter()
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        elapsed = time.perf_counter() - started
+        telemetry.shutdown(timeout=30)
     runs = sum(counts)
     label = f"{rate:.0f} runs/s" if rate else f"unpaced, {threads} thread{'s' if threads > 1 else ''}"
-    return Load(label, runs, elapsed, runs * SPANS_PER_TRACEDAGENT_RUN, telemetry.spans_exported)
+    return Load(label, runs, elapsed, runs * SPANS_PER_TRACEDAGENT_RUN, telemetry.spans_exported, warnings)
 
 
 SPANS_PER_TRACEDAGENT_RUN = 1 + STEPS + STEPS + (STEPS - 1)  # run, steps, chat calls, tool calls
@@ -600,15 +634,25 @@ def throughput(args) -> None:
         print(f"   skipped: {reason}")
         print()
         return
-    loads = [(rate, 1) for rate in args.rates] + [(None, threads) for threads in (1, 2, 4)]
+    print(f"   load average now {os.getloadavg()[0]:.1f}")
     results: list[Load] = []
-    for rate, threads in loads:
+
+    def offer(rate: float | None, threads: int) -> Load:
         load = offer_load(args.endpoint, rate, threads, args.load_seconds)
         results.append(load)
         print(f"   {load.label:22} {load.runs / load.seconds:7.0f} runs/s {load.delivered / load.seconds:8.0f} spans/s "
-              f"delivered   {load.delivered}/{load.emitted} spans" + (f", {load.dropped} DROPPED" if load.dropped else ""))
-        if load.dropped:
+              f"delivered   {load.delivered}/{load.emitted} spans"
+              + (f", {load.dropped} DROPPED: {load.why}" if load.dropped else ""))
+        return load
+
+    for rate in args.rates:
+        load = offer(rate, 1)
+        if load.dropped or load.runs / load.seconds < 0.9 * rate:
+            break  # dropping already, or one producer goes no faster: more threads next
+    for threads in (1, 2, 4):
+        if results[-1].dropped:
             break
+        offer(None, threads)
     clean = [load for load in results if not load.dropped]
     if clean:
         best = max(clean, key=lambda load: load.runs / load.seconds)
@@ -616,10 +660,11 @@ def throughput(args) -> None:
               f"spans/s ({best.label})")
     dropping = [load for load in results if load.dropped]
     if dropping:
-        print(f"   the SDK queue first dropped at {dropping[0].runs / dropping[0].seconds:.0f} runs/s, "
-              f"{dropping[0].emitted / dropping[0].seconds:.0f} spans/s offered ({dropping[0].label})")
+        first = dropping[0]
+        print(f"   spans were first dropped at {first.runs / first.seconds:.0f} runs/s, "
+              f"{first.emitted / first.seconds:.0f} spans/s offered ({first.label}): {first.why}")
     else:
-        print("   the SDK queue dropped nothing at any load offered")
+        print("   nothing was dropped at any load offered")
     print()
 
 
@@ -629,18 +674,22 @@ def plot(grown: dict[str, Growth], path: Path) -> None:
     matplotlib.use("Agg")
     from matplotlib import pyplot
 
-    figure, axes = pyplot.subplots(figsize=(7.5, 4.5), dpi=120)
+    figure, axes = pyplot.subplots(figsize=(9, 4.8), dpi=110)
     for (name, growth), colour in zip(grown.items(), ("tab:green", "tab:olive", "tab:blue", "tab:orange", "tab:red")):
         axes.plot(growth.steps, growth.traced, "o-", color=colour, label=f"{name}, traced")
         axes.plot(growth.steps, growth.untraced, "o--", color=colour, alpha=0.5, label=f"{name}, untraced")
+        if growth.stopped:
+            axes.annotate("not run further", (growth.steps[-1], growth.traced[-1]), textcoords="offset points",
+                          xytext=(8, 0), va="center", fontsize=7, color=colour)
     axes.set_xscale("log")
     axes.set_yscale("log")
+    axes.set_xticks(GROWTH_STEPS, [str(n) for n in GROWTH_STEPS])
     axes.set_xlabel("steps per run (one tool call a step)")
-    axes.set_ylabel("µs per step")
-    axes.set_title(f"Per-step cost against run length ({platform.python_implementation()} "
-                   f"{platform.python_version()}, {os.cpu_count()} cores)", fontsize=10)
+    axes.set_ylabel("µs per step (log)")
+    axes.set_title(f"Per-step cost against run length: SDK + BatchSpanProcessor, content off "
+                   f"(Python {platform.python_version()}, {os.cpu_count()} cores)", fontsize=9)
     axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=7, ncol=2)
+    axes.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path)
@@ -656,10 +705,10 @@ def versions() -> Iterator[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=41, help="turns of each measure (default: %(default)s)")
-    parser.add_argument("--turn", type=float, default=0.05, help="seconds per turn (default: %(default)s)")
+    parser.add_argument("--repeats", type=int, default=61, help="turns of each measure (default: %(default)s)")
+    parser.add_argument("--turn", type=float, default=0.08, help="seconds per turn (default: %(default)s)")
     parser.add_argument("--growth-repeats", type=int, default=5, help="turns per size (default: %(default)s)")
-    parser.add_argument("--growth-budget", type=float, default=25.0,
+    parser.add_argument("--growth-budget", type=float, default=40.0,
                         help="seconds a peer may take at one size (default: %(default)s)")
     parser.add_argument("--load-seconds", type=float, default=2.0, help="seconds per load (default: %(default)s)")
     parser.add_argument("--endpoint", default="http://127.0.0.1:4317", help="the collector (default: %(default)s)")
@@ -668,7 +717,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a tiny run that checks everything works")
     args = parser.parse_args()
     args.growth_steps = GROWTH_STEPS
-    args.rates = (100, 200, 400)
+    args.rates = (100, 141, 200, 283, 400, 566)  # doubling every other step
     if args.quick:
         args.repeats, args.turn, args.growth_repeats, args.growth_steps = 2, 0.005, 1, (1, 10)
         args.rates, args.load_seconds = (100,), 0.3
@@ -676,6 +725,8 @@ def main() -> None:
         parser.error("--repeats must be at least 2 (the ratios are medians over them), --growth-repeats at least 1")
 
     print("; ".join(versions()))
+    print(f"Load average at the start: {os.getloadavg()[0]:.1f} (the machine may be shared; the ratios are "
+          "medians of turns taken under the same load)")
     print()
     took = [time.perf_counter()]
     sdk = TracedSDK()
@@ -687,8 +738,8 @@ def main() -> None:
     throughput(args)
     took.append(time.perf_counter())
     plot(grown, args.plot)
-    print(f"Took {time.perf_counter() - took[0]:.0f} s (sections 1-2, 3, 4: "
-          + ", ".join(f"{b - a:.0f} s" for a, b in zip(took, took[1:])) + ").")
+    print(f"Load average at the end: {os.getloadavg()[0]:.1f}. Took {time.perf_counter() - took[0]:.0f} s "
+          "(sections 1-2, 3, 4: " + ", ".join(f"{b - a:.0f} s" for a, b in zip(took, took[1:])) + ").")
 
 
 if __name__ == "__main__":
