@@ -489,6 +489,8 @@ class Growth:
     """µs per step, content off."""
     bytes_per_step: list[float]
     stopped: str = ""
+    next_run_seconds: tuple[int, float] | None = None
+    """Where it stopped: the next size, and how long one run of it would take."""
 
 
 def grow(args, sdk: TracedSDK) -> dict[str, Growth]:
@@ -503,10 +505,12 @@ def grow(args, sdk: TracedSDK) -> dict[str, Growth]:
                 # line through the last two sizes, for the runs one size takes (weigh, warm up, turns)
                 (n1, n2), (t1, t2) = growth.steps[-2:], growth.traced[-2:]
                 per_step = t2 + max(0.0, (t2 - t1) / (n2 - n1)) * (steps - n2)
-                predicted = per_step * steps / 1e6 * (1 + 2 * (2 + args.growth_repeats))
-                if predicted > args.growth_budget:
-                    growth.stopped = (f"stopped after {growth.steps[-1]} steps: {steps} would take about "
-                                      f"{predicted:.0f} s, over the {args.growth_budget:.0f} s budget")
+                run_seconds = per_step * steps / 1e6
+                if run_seconds * (1 + 2 * (2 + args.growth_repeats)) > args.growth_budget:
+                    growth.stopped = (f"stopped after {n2} steps: a {steps}-step run would take about "
+                                      f"{run_seconds:.0f} s, and a size takes {1 + 2 * (2 + args.growth_repeats)} "
+                                      f"runs (budget: {args.growth_budget:.0f} s)")
+                    growth.next_run_seconds = (steps, run_seconds)
                     break
             weight = weigh(lib, steps, content=False)
             measures = {"untraced": lib.build(steps, None, False), "traced": lib.build(steps, sdk.provider, False)}
@@ -678,9 +682,10 @@ def plot(grown: dict[str, Growth], path: Path) -> None:
     for (name, growth), colour in zip(grown.items(), ("tab:green", "tab:olive", "tab:blue", "tab:orange", "tab:red")):
         axes.plot(growth.steps, growth.traced, "o-", color=colour, label=f"{name}, traced")
         axes.plot(growth.steps, growth.untraced, "o--", color=colour, alpha=0.5, label=f"{name}, untraced")
-        if growth.stopped:
-            axes.annotate("not run further", (growth.steps[-1], growth.traced[-1]), textcoords="offset points",
-                          xytext=(8, 0), va="center", fontsize=7, color=colour)
+        if growth.next_run_seconds:
+            steps, seconds = growth.next_run_seconds
+            axes.annotate(f"{steps} steps not run (about {seconds:.0f} s a run)", (growth.steps[-1], growth.traced[-1]),
+                          textcoords="offset points", xytext=(8, 0), va="center", fontsize=7, color=colour)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xticks(GROWTH_STEPS, [str(n) for n in GROWTH_STEPS])
@@ -719,8 +724,8 @@ def main() -> None:
     args.growth_steps = GROWTH_STEPS
     args.rates = (100, 141, 200, 283, 400, 566)  # doubling every other step
     if args.quick:
-        args.repeats, args.turn, args.growth_repeats, args.growth_steps = 2, 0.005, 1, (1, 10)
-        args.rates, args.load_seconds = (100,), 0.3
+        args.repeats, args.turn, args.growth_repeats, args.growth_steps = 2, 0.005, 1, (1, 10, 100)
+        args.growth_budget, args.rates, args.load_seconds = 0.5, (100,), 0.3  # the peers stop after 10 steps
     if args.repeats < 2 or args.growth_repeats < 1:
         parser.error("--repeats must be at least 2 (the ratios are medians over them), --growth-repeats at least 1")
 

@@ -70,12 +70,18 @@ def test_the_peers_benchmark_runs_and_prints_every_figure(tmp_path):
     # 2: spans, attribute bytes and OTLP bytes, content off and on
     for library in PEERS:
         assert len(_row(weights, library)) == 6, weights
-    # 3: --quick grows to 1 and 10 steps: µs/step traced and untraced, bytes/step
-    # (tracedagent/replay: tracedagent with a model that records nothing)
-    for library in (*PEERS, "tracedagent/replay"):
-        assert len(_row(growth, library)) == 2, growth  # the "traced" row is the one named
-    assert [len(_numbers(line)) for line in growth.splitlines() if line.split()[:1] in (["untraced"], ["bytes"])] \
-        == [2] * 2 * (len(PEERS) + 1), growth
+    # 3: --quick grows to 1, 10 and 100 steps: µs/step traced (the row named), untraced and
+    # bytes/step; a library that stopped early says where (tracedagent never stops)
+    lines = growth.splitlines() + [""]
+    for library in ("tracedagent", "tracedagent/replay", *PEERS[1:]):
+        at = next(i for i, line in enumerate(lines) if line.split()[:1] == [library])
+        traced, untraced, bytes_per_step, after = lines[at:at + 4]
+        sizes = len(_numbers(traced.split(None, 1)[1]))
+        assert len(_numbers(untraced)) == len(_numbers(bytes_per_step)) == sizes, growth
+        if library.startswith("tracedagent"):
+            assert sizes == 3, growth
+        else:
+            assert sizes == 3 or (sizes == 2 and "stopped after 10 steps" in after), growth
     # 4: with the stack up (`make test` requires it), the throughput figures; else why not
     if os.environ.get("TRACEDAGENT_REQUIRE_STACK") or "skipped:" not in export:
         assert re.search(r"nothing dropped up to \d+ runs/s, \d+ spans/s", export), export
