@@ -481,6 +481,10 @@ def side_by_side(args, sdk: TracedSDK) -> None:
 
 # --- growth ---
 
+def seconds(value: float) -> str:
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"
+
+
 @dataclass
 class Growth:
     steps: list[int]
@@ -508,7 +512,7 @@ def grow(args, sdk: TracedSDK) -> dict[str, Growth]:
                 run_seconds = per_step * steps / 1e6
                 if run_seconds * (1 + 2 * (2 + args.growth_repeats)) > args.growth_budget:
                     growth.stopped = (f"stopped after {n2} steps: a {steps}-step run would take about "
-                                      f"{run_seconds:.0f} s, and a size takes {1 + 2 * (2 + args.growth_repeats)} "
+                                      f"{seconds(run_seconds)}, and a size takes {1 + 2 * (2 + args.growth_repeats)} "
                                       f"runs (budget: {args.growth_budget:.0f} s)")
                     growth.next_run_seconds = (steps, run_seconds)
                     break
@@ -680,12 +684,10 @@ def plot(grown: dict[str, Growth], path: Path) -> None:
 
     figure, axes = pyplot.subplots(figsize=(9, 4.8), dpi=110)
     for (name, growth), colour in zip(grown.items(), ("tab:green", "tab:olive", "tab:blue", "tab:orange", "tab:red")):
-        axes.plot(growth.steps, growth.traced, "o-", color=colour, label=f"{name}, traced")
+        stopped = (f"\n  ({growth.next_run_seconds[0]} steps not run: about {seconds(growth.next_run_seconds[1])} "
+                   "a run)" if growth.next_run_seconds else "")
+        axes.plot(growth.steps, growth.traced, "o-", color=colour, label=f"{name}, traced{stopped}")
         axes.plot(growth.steps, growth.untraced, "o--", color=colour, alpha=0.5, label=f"{name}, untraced")
-        if growth.next_run_seconds:
-            steps, seconds = growth.next_run_seconds
-            axes.annotate(f"{steps} steps not run (about {seconds:.0f} s a run)", (growth.steps[-1], growth.traced[-1]),
-                          textcoords="offset points", xytext=(8, 0), va="center", fontsize=7, color=colour)
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xticks(GROWTH_STEPS, [str(n) for n in GROWTH_STEPS])
