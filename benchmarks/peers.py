@@ -34,7 +34,7 @@ It prints, in sections:
 
 It draws µs per step against steps for every library into --plot (docs/peers.png).
 
-Run: pip install -e '.[bench]' && python benchmarks/peers.py    (--quick: a few seconds)
+Run: pip install -e '.[bench]' && python benchmarks/peers.py   (3-4 minutes; --quick: a tiny run, for the smoke test)
 """
 
 from __future__ import annotations
@@ -714,7 +714,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=61, help="turns of each measure (default: %(default)s)")
     parser.add_argument("--turn", type=float, default=0.08, help="seconds per turn (default: %(default)s)")
-    parser.add_argument("--growth-repeats", type=int, default=5, help="turns per size (default: %(default)s)")
+    parser.add_argument("--growth-repeats", type=int, default=7, help="turns per size (default: %(default)s)")
     parser.add_argument("--growth-budget", type=float, default=40.0,
                         help="seconds a peer may take at one size (default: %(default)s)")
     parser.add_argument("--load-seconds", type=float, default=2.0, help="seconds per load (default: %(default)s)")
