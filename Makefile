@@ -4,14 +4,14 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY: install install-test demo test test-unit test-pythons bench alerts-test \
+.PHONY: install install-test demo test test-unit test-pythons bench bench-peers alerts-test \
         stack-build stack-up stack-down stack-status stack-smoke compose-check
 
 install:       ## the package, editable
 	$(PIP) install --quiet --disable-pip-version-check -e .
 
-install-test:  ## the package with the model SDKs and the test tools
-	$(PIP) install --quiet --disable-pip-version-check -e '.[test]'
+install-test:  ## the package with the model SDKs, the test tools and the peer libraries benchmarks/peers.py compares
+	$(PIP) install --quiet --disable-pip-version-check -e '.[test,bench]'
 
 demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
 	$(PYTHON) -m tracedagent demo
@@ -28,6 +28,10 @@ test-pythons:  ## the service-free tests on Python 3.10, 3.12 and 3.13 too, each
 bench: install-test  ## the overhead and exit-time benchmarks (print figures; nothing asserts timings)
 	$(PYTHON) benchmarks/overhead.py
 	$(PYTHON) benchmarks/exit_time.py
+
+bench-peers: install  ## tracedagent side by side with pydantic-ai, openai-agents and smolagents; draws docs/peers.png
+	$(PIP) install --quiet --disable-pip-version-check -e '.[bench]'
+	$(PYTHON) benchmarks/peers.py
 
 # --- the observability stack without Docker (see collector/README.md) --------------------
 # The logic lives in scripts/stack.sh; these targets only name it.
