@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tracedagent import Stop
 from tracedagent import _names as N
 from tracedagent._demo import SCENARIOS
 
@@ -93,12 +94,13 @@ def test_every_printed_trace_is_in_jaeger_whole_with_its_stop_reason(demo):
 
 
 def test_traces_lists_exactly_those_runs_with_their_stop_reasons(demo):
-    expected = {demo.trace_ids[s.name]: (s.name, s.stops_with.value) for s in SCENARIOS}
+    # One row per run: a team's sub-agents are runs in their parent's trace.
+    expected = {(demo.trace_ids[s.name], a.name, a.stops_with.value) for s in SCENARIOS for a in s.agents()}
 
     def listed():
         result = tracedagent("traces", "--service", demo.service, "--limit", 100, "--full-ids")
         assert result.returncode == 0, result.stderr
-        rows = {trace_id: (agent, stop) for trace_id, agent, stop in LISTING_ROW.findall(result.stdout)}
+        rows = set(LISTING_ROW.findall(result.stdout))
         return rows if len(rows) >= len(expected) else None
 
     assert eventually(f"the runs of {demo.service} listed", listed) == expected
@@ -107,8 +109,9 @@ def test_traces_lists_exactly_those_runs_with_their_stop_reasons(demo):
 def test_traces_filters_by_stop_reason(demo):
     result = tracedagent("traces", "--service", demo.service, "--stop", "step_budget_exhausted", "--full-ids")
     assert result.returncode == 0, result.stderr
-    assert LISTING_ROW.findall(result.stdout) == [(demo.trace_ids["runaway-research"], "runaway-research",
-                                                   "step_budget_exhausted")]
+    assert set(LISTING_ROW.findall(result.stdout)) == {
+        (demo.trace_ids[s.name], a.name, "step_budget_exhausted")
+        for s in SCENARIOS for a in s.agents() if a.stops_with is Stop.STEP_BUDGET}
 
 
 def test_trace_renders_what_show_renders_from_the_demo_file(demo):
@@ -123,7 +126,8 @@ def test_trace_renders_what_show_renders_from_the_demo_file(demo):
 
 def test_prometheus_counts_the_runs_of_each_stop_reason(demo):
     query = f'sum by (tracedagent_stop_reason) (tracedagent_runs_total{{job="{demo.service}"}})'
-    expected = {stop: float(count) for stop, count in Counter(s.stops_with.value for s in SCENARIOS).items()}
+    expected = {stop: float(count) for stop, count in
+                Counter(a.stops_with.value for s in SCENARIOS for a in s.agents()).items()}
 
     def counts():
         found = {r["metric"]["tracedagent_stop_reason"]: float(r["value"][1]) for r in prom_query(query)}

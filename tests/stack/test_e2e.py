@@ -41,7 +41,7 @@ def wait_for_trace(run: Run, spans: int) -> dict:
 
 
 def expected_span_count(run: Run) -> int:
-    steps = run.step_count + (1 if run.stop is Stop.MODEL_ERROR else 0)  # the failed call's step too
+    steps = run.step_count  # a step is a model call attempted: the failed call's step is counted
     chats = steps
     tools = sum(len(s.tool_results) for s in run.steps)
     return 1 + steps + chats + tools
@@ -55,7 +55,7 @@ def runs_by_stop(telemetry):
     return agent, runs
 
 
-@pytest.mark.parametrize("stop", list(Stop))
+@pytest.mark.parametrize("stop", sorted(RETURNED_STOPS))
 def test_each_stop_reason_arrives_in_jaeger_as_an_intact_tree(runs_by_stop, stop):
     _, runs = runs_by_stop
     run = runs[stop]
@@ -78,7 +78,8 @@ def test_each_stop_reason_arrives_in_jaeger_as_an_intact_tree(runs_by_stop, stop
     assert root_tags["tracedagent.steps"] == run.step_count
     assert root_tags["gen_ai.usage.input_tokens"] == run.input_tokens
     assert root_tags["gen_ai.usage.output_tokens"] == run.output_tokens
-    assert root_tags["tracedagent.cost_usd"] == pytest.approx(run.cost)
+    priced = SCENARIOS[stop][1].price_per_1k_input > 0
+    assert root_tags.get("tracedagent.cost_usd") == (pytest.approx(run.cost) if priced else None)
     for key, expected in (("tracedagent.tools.requested", run.requested_tools()),
                           ("tracedagent.tools.executed", run.trajectory()),
                           ("tracedagent.tools.blocked", run.blocked_tools())):
@@ -103,7 +104,7 @@ def test_prometheus_counts_runs_by_stop_reason_exactly(runs_by_stop, service_nam
 
     def counts():
         result = {r["metric"]["tracedagent_stop_reason"]: float(r["value"][1]) for r in prom_query(query)}
-        return result if len(result) == len(Stop) else None
+        return result if len(result) == len(RETURNED_STOPS) else None
 
     assert eventually("every stop reason in Prometheus", counts) == {stop.value: 1.0 for stop in RETURNED_STOPS}
 

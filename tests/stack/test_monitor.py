@@ -25,6 +25,7 @@ from tracedagent._demo import SCENARIOS
 from ._stack import JAEGER, OTLP_GRPC, ROOT, eventually, get_json, prom_query, tracedagent
 
 RUNS_PER_DEMO = len(SCENARIOS)  # the demo runs each scenario once
+RUN_SPANS_PER_DEMO = sum(len(s.agents()) for s in SCENARIOS)  # a team's sub-agents are runs too
 
 
 def jaeger_metrics(name: str, service: str, span_kind: str = "internal", *, by_operation: bool = True,
@@ -60,7 +61,7 @@ def raw_span_metrics(service: str) -> tuple[int, float]:
     return len(series), runs
 
 
-RUN_OPERATIONS = {f"invoke_agent {s.name}" for s in SCENARIOS}
+RUN_OPERATIONS = {f"invoke_agent {a.name}" for s in SCENARIOS for a in s.agents()}
 
 
 @dataclass
@@ -80,7 +81,7 @@ def one_demo(stack_up, tmp_path_factory) -> Service:
 def two_demos(one_demo, tmp_path_factory) -> Service:
     """The second demo starts once Prometheus holds the first one's span metrics whole."""
     count, _ = eventually("the first demo's span metrics in Prometheus",
-                          lambda: (found := raw_span_metrics(one_demo.name))[1] == RUNS_PER_DEMO and found)
+                          lambda: (found := raw_span_metrics(one_demo.name))[1] == RUN_SPANS_PER_DEMO and found)
     one_demo.series_after_first_demo = count
     run_demo(one_demo.name, tmp_path_factory)
     return one_demo
@@ -102,7 +103,7 @@ def test_a_second_process_adds_to_the_same_series(two_demos):
     # Span metrics are keyed on the service, not on the process: the second demo counts into
     # the series of the first instead of starting its own.
     count, runs = eventually("both demos' runs counted in Prometheus", lambda: (
-        found := raw_span_metrics(two_demos.name))[1] == 2 * RUNS_PER_DEMO and found)
+        found := raw_span_metrics(two_demos.name))[1] == 2 * RUN_SPANS_PER_DEMO and found)
     assert count == two_demos.series_after_first_demo
     series = prom_query(f'traces_span_metrics_calls_total{{service_name="{two_demos.name}"}}')
     assert {s["metric"].get("instance") for s in series} == {"127.0.0.1:8889"}, "no process instance on span metrics"
@@ -120,7 +121,7 @@ def test_the_error_rate_is_zero_for_operations_without_errors(two_demos):
     # agent's runs all answer (0) or all fail (1).
     assert errors.keys() == calls.keys()
     assert {op: errors[op] for op in RUN_OPERATIONS} == {
-        f"invoke_agent {s.name}": 0.0 if s.stops_with is Stop.ANSWERED else 1.0 for s in SCENARIOS}
+        f"invoke_agent {a.name}": 0.0 if a.stops_with is Stop.ANSWERED else 1.0 for s in SCENARIOS for a in s.agents()}
     assert errors["step"] == 0.0
 
 
