@@ -20,9 +20,14 @@ PER_OTHER = 1000 // len(OTHERS)          # 111 of each of the 9 other stop reaso
 
 
 @pytest.fixture(scope="module")
-def runs(telemetry):
+def agent() -> str:
+    return f"scale-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def runs(telemetry, agent):
     stops = [Stop.ANSWERED] * ANSWERED + [stop for stop in OTHERS for _ in range(PER_OTHER)]
-    return produce(telemetry, stops, agent=f"scale-{uuid.uuid4().hex[:6]}")
+    return produce(telemetry, stops, agent)
 
 
 @pytest.fixture(scope="module")
@@ -62,13 +67,13 @@ def test_no_trace_is_split_across_samplers(runs, stored):
     assert used == {"sampler-1", "sampler-2"}, f"the balancer used {used}"
 
 
-def test_span_metrics_count_every_run_before_sampling(runs, service_name):
+def test_span_metrics_count_every_run_before_sampling(runs, service_name, agent):
     """Alerts and dashboards read the gateway's metrics: they count all 2,000 runs, not the kept ones."""
     made = {stop.value: sum(1 for r in runs if r.stop is stop) for stop in {r.stop for r in runs}}
 
     def counted():
         seen = {stop: metric_sum(GATEWAY_METRICS, "traces_span_metrics_calls_total", service_name=service_name,
-                                 tracedagent_stop_reason=stop) for stop in made}
+                                 span_name=f"invoke_agent {agent}", tracedagent_stop_reason=stop) for stop in made}
         return seen if seen == made else None
 
     eventually(f"span metrics counting {made}", counted, timeout=30)
