@@ -21,7 +21,7 @@ A sampler holds every span for decision_wait; its growth over the spans it held 
 bytes per held span, which sizes a sampler's memory for a given rate.
 
 The sizing table at the end is computed from these figures only.
-Run: python benchmarks/scale.py [--runs 4000] [--workers 2] [--answered 90] [--drain 1500]
+Run: python benchmarks/scale.py [--runs 8000] [--workers 2] [--answered 90] [--drain 1500]
 """
 
 from __future__ import annotations
@@ -110,11 +110,13 @@ def rss_mib(service: str) -> float:
 
 
 def metric(service: str, name: str, **labels: str) -> float:
+    """Sum of a counter's or gauge's samples with these labels (the collectors' releases differ
+    in whether counters end in _total)."""
     with urllib.request.urlopen(METRICS[service], timeout=5) as response:
         text = response.read().decode()
     total = 0.0
     for line in text.splitlines():
-        match = re.match(rf"{name}(?:{{(.*)}})? (\S+)$", line)
+        match = re.match(rf"{name}(?:_total)?(?:{{(.*)}})? (\S+)$", line)
         if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
             total += float(match.group(2))
     return total
@@ -122,19 +124,27 @@ def metric(service: str, name: str, **labels: str) -> float:
 
 def counters() -> dict[str, float]:
     return {
-        "gateway.in": metric("gateway", "otelcol_receiver_accepted_spans_total"),
-        "samplers.in": sum(metric(s, "otelcol_receiver_accepted_spans_total") for s in ("sampler-1", "sampler-2")),
-        "samplers.kept": sum(metric(s, "otelcol_exporter_sent_spans_total", exporter="kafka")
+        "gateway.in": metric("gateway", "otelcol_receiver_accepted_spans"),
+        "samplers.in": sum(metric(s, "otelcol_receiver_accepted_spans") for s in ("sampler-1", "sampler-2")),
+        "samplers.kept": sum(metric(s, "otelcol_exporter_sent_spans", exporter="kafka")
                              for s in ("sampler-1", "sampler-2")),
-        "ingester.stored": metric("jaeger-ingester", "otelcol_exporter_sent_spans_total"),
+        "ingester.stored": metric("jaeger-ingester", "otelcol_exporter_sent_spans"),
     }
 
 
+HEAP = "otelcol_process_runtime_heap_alloc_bytes"
+SAMPLERS = ("sampler-1", "sampler-2")
+
+
 class PeakMemory:
-    """Samples every tier's RSS every 0.25 s in a thread; keeps the highest."""
+    """Samples every tier's RSS, and the samplers' live Go heap, every 0.25 s in a thread; keeps
+    the highest. The heap is what grows with the spans held: a Go process's RSS stays at its
+    high-water mark, so it shows the largest load the process ever had, not this one."""
 
     def __init__(self) -> None:
         self.peak = {tier: rss_mib(tier) for tier in TIERS}
+        self.heap0 = {s: metric(s, HEAP) for s in SAMPLERS}
+        self.heap = dict(self.heap0)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -145,6 +155,11 @@ class PeakMemory:
                     self.peak[tier] = max(self.peak[tier], rss_mib(tier))
                 except (OSError, ValueError):
                     pass      # a tier being restarted
+            for sampler in SAMPLERS:
+                try:
+                    self.heap[sampler] = max(self.heap[sampler], metric(sampler, HEAP))
+                except OSError:
+                    pass
 
     def __enter__(self) -> "PeakMemory":
         self._thread.start()
@@ -185,31 +200,48 @@ def pipeline(runs: int, workers: int, answered: int) -> dict:
     after, cpu1 = counters(), {t: cpu_seconds(t) for t in TIERS}
     delta = {k: after[k] - before[k] for k in after}
     return {"made": made, "seconds": sent, "delta": delta, "cpu": {t: cpu1[t] - cpu0[t] for t in TIERS},
-            "rss0": rss0, "peak": memory.peak}
+            "rss0": rss0, "peak": memory.peak, "heap0": memory.heap0, "heap": memory.heap}
+
+
+def kept_by_samplers() -> float:
+    return sum(metric(s, "otelcol_exporter_sent_spans", exporter="kafka") for s in ("sampler-1", "sampler-2"))
+
+
+def stored_by_ingester() -> float:
+    try:
+        return metric("jaeger-ingester", "otelcol_exporter_sent_spans")
+    except OSError:
+        return 0.0      # starting: its metrics endpoint is not up yet
 
 
 def drain(runs: int, workers: int) -> dict:
+    """The restarted ingester's counters start at 0; its rate is timed from its first stored span
+    to its last, so its own start and the Kafka group join are not counted."""
     scale("stop", "jaeger-ingester")
     try:
-        before = counters()
+        before = kept_by_samplers()
         make_runs(runs, workers, answered_percent=0)
-        wait_until_stable(lambda: counters()["samplers.kept"], "the samplers", quiet=DECISION_WAIT / 2 + 3)
-        backlog = counters()["samplers.kept"] - before["samplers.kept"]
+        wait_until_stable(kept_by_samplers, "the samplers", quiet=DECISION_WAIT / 2 + 3)
+        backlog = kept_by_samplers() - before
     finally:
         scale("up")
-    stored0, cpu0 = counters()["ingester.stored"], {t: cpu_seconds(t) for t in ("jaeger-ingester", "cassandra")}
-    start = time.monotonic()
-    done_at = wait_until_stable(lambda: counters()["ingester.stored"], "the ingester's catch-up")
-    stored = counters()["ingester.stored"] - stored0
+    cpu0 = {t: cpu_seconds(t) for t in ("jaeger-ingester", "cassandra")}
+    deadline = time.monotonic() + 120
+    while (first := stored_by_ingester()) == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    started = time.monotonic()
+    done_at = wait_until_stable(stored_by_ingester, "the ingester's catch-up")
+    stored = stored_by_ingester()
     cpu = {t: cpu_seconds(t) - cpu0[t] for t in cpu0}
-    return {"backlog": backlog, "stored": stored, "seconds": done_at - start, "cpu": cpu}
+    return {"backlog": backlog, "stored": stored, "seconds": done_at - started, "rate": (stored - first) / (done_at - started),
+            "cpu": cpu}
 
 
 # --- report -------------------------------------------------------------------------------
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=4000)
+    parser.add_argument("--runs", type=int, default=8000)
     parser.add_argument("--workers", type=int, default=2, help="agent processes")
     parser.add_argument("--answered", type=int, default=90, help="percent of runs that answer")
     parser.add_argument("--drain", type=int, default=1500, help="runs piled up in Kafka for the store measurement")
@@ -245,27 +277,29 @@ def main() -> int:
         print(f"{tier:<16} {spans:>8.0f} {spans / p['seconds']:>13.0f} {ms:>16.1f} {per_core[tier]:>17.0f}")
 
     print(f"\nstore on its own: {d['backlog']:.0f} spans held in Kafka while the ingester was stopped; "
-          f"{d['stored']:.0f} written to Cassandra in {d['seconds']:.1f} s = {d['stored'] / d['seconds']:.0f} spans/s "
+          f"{d['stored']:.0f} written to Cassandra in {d['seconds']:.1f} s = {d['rate']:.0f} spans/s "
           f"(ingester {d['cpu']['jaeger-ingester']:.1f} CPU s, cassandra {d['cpu']['cassandra']:.1f} CPU s)")
 
     print(f"\n{'process':<16} {'RSS idle MiB':>13} {'RSS peak MiB':>13}")
     for tier in TIERS:
         print(f"{tier:<16} {p['rss0'][tier]:>13.0f} {p['peak'][tier]:>13.0f}")
-    held = dl["samplers.in"] / 2 / p["seconds"] * DECISION_WAIT            # spans one sampler held at once
-    growth = max(p["peak"]["sampler-1"] - p["rss0"]["sampler-1"], p["peak"]["sampler-2"] - p["rss0"]["sampler-2"])
-    bytes_per_span = growth * 2**20 / held if held else float("nan")
-    print(f"sampler memory: ~{held:.0f} spans held per sampler (rate x {DECISION_WAIT:.0f} s decision_wait), "
-          f"+{growth:.0f} MiB = ~{bytes_per_span:.0f} bytes per held span")
+    # Spans one sampler held at once: all it received, if they all came within decision_wait.
+    held = dl["samplers.in"] / 2 * min(1.0, DECISION_WAIT / p["seconds"])
+    growth = max(p["heap"][s] - p["heap0"][s] for s in SAMPLERS)
+    bytes_per_span = growth / held if held else float("nan")
+    print(f"sampler memory: ~{held:.0f} spans held per sampler at the peak; live Go heap "
+          f"+{growth / 2**20:.0f} MiB = ~{bytes_per_span:.0f} bytes per held span")
 
-    sizing(per_core, kept_share, bytes_per_span, p["rss0"], d["stored"] / d["seconds"], p["made"] / args.runs)
+    sizing(per_core, kept_share, bytes_per_span, p["rss0"], p["made"] / args.runs)
     return 0
 
 
-def sizing(per_core: dict, kept_share: float, bytes_per_span: float, rss0: dict, store_rate: float,
-           spans_per_run: float) -> None:
+def sizing(per_core: dict, kept_share: float, bytes_per_span: float, rss0: dict, spans_per_run: float) -> None:
     """For M spans/s in total, what each tier needs, at 60% of a core per process (headroom for
-    bursts) and with memory for the spans a sampler holds over decision_wait, twice over."""
-    print("\nsizing (from the figures above; 60% of a core per process; memory x2 for bursts):")
+    bursts) and with memory for the spans a sampler holds over decision_wait, twice over.
+    Cassandra is given in cores (one node or many), from its CPU time per stored span."""
+    print(f"\nsizing (from the figures above; {100 * kept_share:.1f}% of spans kept as measured; "
+          "60% of a core per process; sampler memory x2 for bursts):")
     print(f"{'spans/s M':>10} {'runs/s':>7} {'gateways':>9} {'samplers':>9} {'MiB/sampler':>12} {'num_traces':>11} "
           f"{'kept/s':>8} {'ingesters':>10} {'cassandra cores':>16}")
     for m in (500, 2_000, 10_000, 50_000, 200_000):
@@ -275,7 +309,7 @@ def sizing(per_core: dict, kept_share: float, bytes_per_span: float, rss0: dict,
         mib = rss0["sampler-1"] + 2 * per_sampler * DECISION_WAIT * bytes_per_span / 2**20
         traces = math.ceil(2 * per_sampler / spans_per_run * DECISION_WAIT)
         kept = m * kept_share
-        ingesters = max(1, math.ceil(kept / (0.6 * store_rate)))
+        ingesters = max(1, math.ceil(kept / (0.6 * per_core["jaeger-ingester"])))
         cassandra = kept / per_core["cassandra"]
         print(f"{m:>10} {m / spans_per_run:>7.0f} {gateways:>9} {samplers:>9} {mib:>12.0f} {traces:>11} "
               f"{kept:>8.0f} {ingesters:>10} {cassandra:>16.1f}")

@@ -8,7 +8,6 @@ import itertools
 import time
 import uuid
 
-import pytest
 
 from scenarios import RETURNED_STOPS
 from tracedagent import Stop

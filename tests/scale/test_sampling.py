@@ -10,6 +10,7 @@ import pytest
 
 from scenarios import RETURNED_STOPS
 from tracedagent import Stop
+from tracedagent import _names as N
 
 from ._scale import (ANSWERED_PERCENT, DECISION_WAIT, GATEWAY_METRICS, SAMPLER_TAG, complete, eventually,
                      jaeger_trace, metric_sum, produce, settle, tags)
@@ -73,7 +74,7 @@ def test_span_metrics_count_every_run_before_sampling(runs, service_name, agent)
 
     def counted():
         seen = {stop: metric_sum(GATEWAY_METRICS, "traces_span_metrics_calls_total", service_name=service_name,
-                                 span_name=f"invoke_agent {agent}", tracedagent_stop_reason=stop) for stop in made}
+                                 span_name=f"{N.OP_INVOKE_AGENT} {agent}", tracedagent_stop_reason=stop) for stop in made}
         return seen if seen == made else None
 
     eventually(f"span metrics counting {made}", counted, timeout=30)
