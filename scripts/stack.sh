@@ -48,7 +48,6 @@ CACHE="${TRACEDAGENT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tracedagent}"
 BIN="$CACHE/bin"
 
 JAEGER_BIN="$BIN/jaeger-$JAEGER_VERSION"
-OCB_BIN="$BIN/ocb-$OTELCOL_VERSION"
 # The collector's binary is keyed by version AND manifest content: adding a component
 # to collector/builder.yaml gives a new binary even without a version bump.
 OTELCOL_BIN="$BIN/otelcol-tracedagent-$OTELCOL_VERSION-$(sha256sum "$CONF/builder.yaml" | cut -c1-12)"
