@@ -132,6 +132,17 @@ def counters() -> dict[str, float]:
     }
 
 
+def kept_by_samplers() -> float:
+    return sum(metric(s, "otelcol_exporter_sent_spans", exporter="kafka") for s in ("sampler-1", "sampler-2"))
+
+
+def stored_by_ingester() -> float:
+    try:
+        return metric("jaeger-ingester", "otelcol_exporter_sent_spans")
+    except OSError:
+        return 0.0      # starting: its metrics endpoint is not up yet
+
+
 HEAP = "otelcol_process_runtime_heap_alloc_bytes"
 SAMPLERS = ("sampler-1", "sampler-2")
 
@@ -196,22 +207,16 @@ def pipeline(runs: int, workers: int, answered: int) -> dict:
         start = time.monotonic()
         made = make_runs(runs, workers, answered)
         sent = time.monotonic() - start
-        wait_until_stable(lambda: counters()["ingester.stored"], "the ingester", quiet=DECISION_WAIT / 2 + 3)
+        time.sleep(DECISION_WAIT + 2)                        # every trace decided by now
+        wait_until_stable(kept_by_samplers, "the samplers")
+        kept = kept_by_samplers() - before["samplers.kept"]
+        deadline = time.monotonic() + 300
+        while stored_by_ingester() - before["ingester.stored"] < kept and time.monotonic() < deadline:
+            time.sleep(0.5)
     after, cpu1 = counters(), {t: cpu_seconds(t) for t in TIERS}
     delta = {k: after[k] - before[k] for k in after}
     return {"made": made, "seconds": sent, "delta": delta, "cpu": {t: cpu1[t] - cpu0[t] for t in TIERS},
             "rss0": rss0, "peak": memory.peak, "heap0": memory.heap0, "heap": memory.heap}
-
-
-def kept_by_samplers() -> float:
-    return sum(metric(s, "otelcol_exporter_sent_spans", exporter="kafka") for s in ("sampler-1", "sampler-2"))
-
-
-def stored_by_ingester() -> float:
-    try:
-        return metric("jaeger-ingester", "otelcol_exporter_sent_spans")
-    except OSError:
-        return 0.0      # starting: its metrics endpoint is not up yet
 
 
 def drain(runs: int, workers: int) -> dict:
