@@ -5,7 +5,8 @@ PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
 .PHONY: install install-test demo test test-unit test-pythons bench bench-peers alerts-test \
-        stack-build stack-up stack-down stack-status stack-smoke compose-check
+        stack-build stack-up stack-down stack-status stack-smoke compose-check \
+        stack-scale-up stack-scale-down test-scale bench-scale
 
 install:       ## the package, editable
 	$(PIP) install --quiet --disable-pip-version-check -e .
@@ -16,11 +17,12 @@ install-test:  ## the package with the model SDKs, the test tools and the peer l
 demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
 	$(PYTHON) -m tracedagent demo
 
-test: install-test stack-up alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack
-	TRACEDAGENT_REQUIRE_STACK=1 $(PYTHON) -m pytest tests examples/support-agent
+test: install-test stack-up alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack, the scale tier
+	TRACEDAGENT_REQUIRE_STACK=1 $(PYTHON) -m pytest tests examples/support-agent --ignore=tests/scale
+	$(MAKE) test-scale
 
 test-unit: install-test  ## the tests that need no running service
-	$(PYTHON) -m pytest tests --ignore=tests/stack
+	$(PYTHON) -m pytest tests --ignore=tests/stack --ignore=tests/scale
 
 test-pythons:  ## the service-free tests on Python 3.10, 3.12 and 3.13 too, each in .venvs/
 	scripts/test_pythons.sh
@@ -59,3 +61,19 @@ alerts-test:   ## validate the Prometheus config and rules, then run the rules' 
 
 compose-check: ## static checks of docker-compose.yml (no Docker needed): pins, paths, 127.0.0.1 ports
 	$(PYTHON) scripts/check_compose.py
+
+# --- the scale profile without Docker (see docs/scale.md) ---------------------------------
+# Gateway + load balancer, two tail samplers, Kafka, Jaeger ingester/query on Cassandra, on
+# their own ports beside the main stack. The logic lives in scripts/scale.sh.
+
+stack-scale-up:    ## build (first time: mvn jars, Go builds) and start the scale stack; wait until healthy
+	scripts/scale.sh up
+
+stack-scale-down:  ## stop every process stack-scale-up started
+	scripts/scale.sh down
+
+test-scale: install-test stack-scale-up  ## 2,000 runs through the scale stack, then a sampler, the ingester and Cassandra failing
+	TRACEDAGENT_REQUIRE_SCALE=1 $(PYTHON) -m pytest tests/scale
+
+bench-scale: install-test stack-scale-up  ## spans/s and memory per tier of the scale stack (prints the sizing table's figures)
+	$(PYTHON) benchmarks/scale.py

@@ -48,7 +48,6 @@ CACHE="${TRACEDAGENT_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tracedagent}"
 BIN="$CACHE/bin"
 
 JAEGER_BIN="$BIN/jaeger-$JAEGER_VERSION"
-OCB_BIN="$BIN/ocb-$OTELCOL_VERSION"
 # The collector's binary is keyed by version AND manifest content: adding a component
 # to collector/builder.yaml gives a new binary even without a version bump.
 OTELCOL_BIN="$BIN/otelcol-tracedagent-$OTELCOL_VERSION-$(sha256sum "$CONF/builder.yaml" | cut -c1-12)"
@@ -186,27 +185,31 @@ build_jaeger() {
 }
 
 # Collector: the OpenTelemetry Collector Builder (ocb) generates a main package with
-# the components listed in collector/builder.yaml and compiles it.
+# the components listed in a manifest and compiles it. With no arguments, the main stack's
+# collector (collector/builder.yaml); scripts/scale.sh passes its own manifest, release
+# and binary path.
 build_collector() {
-  [[ -x $OTELCOL_BIN ]] && return 0
+  local manifest=${1:-$CONF/builder.yaml} version=${2:-$OTELCOL_VERSION} binary=${3:-$OTELCOL_BIN}
+  [[ -x $binary ]] && return 0
   need_go
-  local start=$SECONDS
-  if [[ ! -x $OCB_BIN ]]; then
-    log "installing ocb v$OTELCOL_VERSION ..."
+  local start=$SECONDS ocb="$BIN/ocb-$version" name
+  name="$(sed -n 's/^  name: //p' "$manifest")"
+  if [[ ! -x $ocb ]]; then
+    log "installing ocb v$version ..."
     local gobin="$CACHE/build/ocb-gobin"
     mkdir -p "$gobin"
-    GOBIN="$gobin" go install "go.opentelemetry.io/collector/cmd/builder@v$OTELCOL_VERSION" ||
+    GOBIN="$gobin" go install "go.opentelemetry.io/collector/cmd/builder@v$version" ||
       die "installing ocb failed"
-    mv "$gobin/builder" "$OCB_BIN"
+    mv "$gobin/builder" "$ocb"
   fi
-  log "building the collector $OTELCOL_VERSION with ocb (first time only: several minutes) ..."
-  local dir="$CACHE/build/otelcol-$OTELCOL_VERSION"
+  log "building $name $version with ocb (first time only: several minutes) ..."
+  local dir="$CACHE/build/$name-$version"
   rm -rf "$dir" && mkdir -p "$dir"
-  # builder.yaml's output_path is relative: the sources and binary land in $dir.
-  (cd "$dir" && "$OCB_BIN" --config "$CONF/builder.yaml" --ldflags='-s -w') >"$dir.log" 2>&1 ||
+  # The manifest's output_path is relative: the sources and binary land in $dir.
+  (cd "$dir" && "$ocb" --config "$manifest" --ldflags='-s -w') >"$dir.log" 2>&1 ||
     { tail -30 "$dir.log" >&2; die "ocb failed (log: $dir.log)"; }
-  mv "$dir/otelcol-tracedagent/otelcol-tracedagent" "$OTELCOL_BIN"
-  log "built $OTELCOL_BIN in $((SECONDS - start)) s"
+  mv "$dir/$name/$name" "$binary"
+  log "built $binary in $((SECONDS - start)) s"
 }
 
 cmd_build() {
@@ -228,13 +231,17 @@ cmd_build() {
 # after either changes, it names a new binary while the old one is still running.
 pid_file() { echo "$RUN/$1.pid"; }
 
+# The program ${CMD[@]} ends up running: ${CMD[0]}, unless set_cmd started it through a
+# wrapper that execs it (scripts/scale.sh does) and named it in CMD_EXEC.
+cmd_binary() { echo "${CMD_EXEC:-${CMD[0]}}"; }
+
 # The binary the pid file says was started; for an older, one-line pid file, today's
 # ${CMD[0]}, the only thing left to check against.
 started_binary() {
   local f pid binary=""
   f="$(pid_file "$1")"
   [[ -f $f ]] && { read -r pid || true; read -r binary || true; } <"$f"
-  if [[ -z $binary ]]; then set_cmd "$1"; binary="${CMD[0]}"; fi
+  if [[ -z $binary ]]; then set_cmd "$1"; binary="$(cmd_binary)"; fi
   echo "$binary"
 }
 
@@ -273,18 +280,18 @@ start_service() {
   if pid="$(running_pid "$name")"; then
     local binary
     binary="$(started_binary "$name")"
-    if [[ $binary == "${CMD[0]}" ]]; then
+    if [[ $binary == "$(cmd_binary)" ]]; then
       log "$name already running (pid $pid)"
     else
-      log "$name already running (pid $pid) from $binary, not ${CMD[0]}: scripts/stack.sh restart $name switches"
+      log "$name already running (pid $pid) from $binary, not $(cmd_binary): $0 restart $name switches"
     fi
     return 0
   fi
   # setsid: the service gets its own session, so it outlives this script and a
   # Ctrl-C in the terminal that ran `make stack-up` does not reach it.
   (cd "$ROOT" && JAEGER_DATA_DIR="$DATA/jaeger" exec setsid "${CMD[@]}" </dev/null >>"$LOGS/$name.log" 2>&1) &
-  printf '%s\n%s\n' "$!" "${CMD[0]}" >"$(pid_file "$name")"
-  log "started $name (pid $!, log .stack/log/$name.log)"
+  printf '%s\n%s\n' "$!" "$(cmd_binary)" >"$(pid_file "$name")"
+  log "started $name (pid $!, log $LOGS/$name.log)"
 }
 
 # Alive, whatever it is running yet: right after start_service the pid may still be the
@@ -302,9 +309,9 @@ wait_healthy() {
   until healthy "$name"; do
     if ! alive "$name"; then
       tail -20 "$LOGS/$name.log" >&2
-      die "$name exited during startup (log: .stack/log/$name.log)"
+      die "$name exited during startup (log: $LOGS/$name.log)"
     fi
-    ((SECONDS < deadline)) || die "$name not healthy at $(health_url "$name") after ${STACK_HEALTH_TIMEOUT:-60} s (log: .stack/log/$name.log)"
+    ((SECONDS < deadline)) || die "$name not healthy at $(health_url "$name") after ${STACK_HEALTH_TIMEOUT:-60} s (log: $LOGS/$name.log)"
     sleep 0.3
   done
   log "$name healthy"
@@ -388,6 +395,9 @@ cmd_smoke() {
   cmd_status >/dev/null || die "the stack is not (fully) up; run: make stack-up"
   python3 "$ROOT/scripts/stack_smoke.py"
 }
+
+# Sourced (scripts/scale.sh reuses the functions above): define, do not dispatch.
+[[ ${BASH_SOURCE[0]} == "$0" ]] || return 0
 
 case "${1:-}" in
   packages) mkdir -p "$CACHE"; install_debian_packages ;;
