@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from stack._stack import eventually, get_json
+from stack._stack import jaeger_trace as stack_jaeger_trace
 from stack.test_e2e import run_agent, tags
 from tracedagent import Run, Stop
 
@@ -55,13 +56,8 @@ def expected_span_count(run: Run) -> int:
 
 
 def jaeger_trace(trace_id: str) -> dict | None:
-    try:
-        data = get_json(f"{JAEGER}/api/traces/{trace_id}")["data"]
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise
-    return data[0] if data else None
+    """The trace from the scale tier's Jaeger query service, or None."""
+    return stack_jaeger_trace(trace_id, JAEGER)
 
 
 def complete(run: Run) -> bool:

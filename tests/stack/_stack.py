@@ -75,9 +75,10 @@ def jaeger_traces(service: str, tags: dict[str, str] | None = None, limit: int =
     return get_json(f"{JAEGER}/api/traces", params)["data"] or []
 
 
-def jaeger_trace(trace_id: str) -> dict | None:
+def jaeger_trace(trace_id: str, jaeger: str = JAEGER) -> dict | None:
+    """The trace from Jaeger's API (the main stack's, unless another is named), or None."""
     try:
-        data = get_json(f"{JAEGER}/api/traces/{trace_id}")["data"]
+        data = get_json(f"{jaeger}/api/traces/{trace_id}")["data"]
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return None
