@@ -9,11 +9,10 @@ import os
 import re
 import subprocess
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
-from stack._stack import eventually, get_json
+from stack._stack import eventually
 from stack._stack import jaeger_trace as stack_jaeger_trace
 from stack.test_e2e import run_agent, tags
 from tracedagent import Run, Stop
