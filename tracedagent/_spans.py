@@ -63,7 +63,7 @@ class _ToolNames(NamedTuple):
         blocked: list[str] = []
         for result in step.tool_results:
             (executed if result.ok else blocked).append(result.name)
-        return cls(requested, executed, blocked, requested[len(step.tool_results):])
+        return cls(requested, executed, blocked, step.not_dispatched_names)
 
     def attributes(self) -> dict[str, Any]:
         return tool_list_attributes(*self)
