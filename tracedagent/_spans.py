@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, NamedTuple
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -47,26 +47,19 @@ def _conversation_attributes(capture: ContentCapture, messages: list[Message]) -
     return {N.GEN_AI_INPUT_MESSAGES: rest, **({N.GEN_AI_SYSTEM_INSTRUCTIONS: system} if system else {})}
 
 
-class _ToolNames(NamedTuple):
-    """A step's four lists, read once for the step span and the run span both."""
+ToolLists = tuple[list[str], list[str], list[str], list[str]]
+"""A step's (or run's) requested, executed, blocked and not-dispatched tool names."""
 
-    requested: list[str]
-    executed: list[str]
-    blocked: list[str]
-    not_dispatched: list[str]
 
-    @classmethod
-    def of(cls, step: Step) -> _ToolNames:
-        """Step's four lists in one pass over its results (the properties make one each)."""
-        requested = step.requested_names
-        executed: list[str] = []
-        blocked: list[str] = []
-        for result in step.tool_results:
-            (executed if result.ok else blocked).append(result.name)
-        return cls(requested, executed, blocked, step.not_dispatched_names)
-
-    def attributes(self) -> dict[str, Any]:
-        return tool_list_attributes(*self)
+def _tool_lists(step: Step) -> ToolLists:
+    """A step's four lists in one pass over its calls and results (``Step``'s properties make
+    one pass each): read once for the step span and the run span both."""
+    requested = [call.name for call in step.completion.tool_calls]
+    executed: list[str] = []
+    blocked: list[str] = []
+    for result in step.tool_results:
+        (executed if result.ok else blocked).append(result.name)
+    return requested, executed, blocked, requested[len(step.tool_results):]
 
 
 class _Scope:
@@ -120,7 +113,7 @@ class RunScope(_Scope):
     Its tool lists are its steps' lists joined as each step ends, so that the run span says
     exactly what its step spans say."""
 
-    __slots__ = ("_t", "_step", "_names", "_priced")
+    __slots__ = ("_t", "_step", "_lists", "_priced")
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
@@ -136,7 +129,7 @@ class RunScope(_Scope):
         _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
         self._t = telemetry
         self._step: StepScope | None = None
-        self._names = _ToolNames([], [], [], [])
+        self._lists: ToolLists = ([], [], [], [])
         self._priced = bool(budget.price_per_1k_input or budget.price_per_1k_output)
         """Without prices a cost is unknown, not zero: it is left off the span and the metric."""
 
@@ -160,12 +153,12 @@ class RunScope(_Scope):
     def _end_step(self, step: Step | None, stop: Stop | None) -> None:
         if self._step is None:
             return
-        names = None
+        lists = None
         if step is not None and self.recording:
-            names = _ToolNames.of(step)
-            for run_list, step_list in zip(self._names, names):
+            lists = _tool_lists(step)
+            for run_list, step_list in zip(self._lists, lists):
                 run_list += step_list
-        self._step.end(step, names, stop)
+        self._step.end(step, lists, stop)
         self._step = None
 
     def end(self, run: Run) -> None:
@@ -183,7 +176,7 @@ class RunScope(_Scope):
                     N.GEN_AI_USAGE_OUTPUT_TOKENS: run.own_output_tokens,
                     N.USAGE_TOTAL_INPUT_TOKENS: run.input_tokens, N.USAGE_TOTAL_OUTPUT_TOKENS: run.output_tokens,
                     **({N.COST_USD: run.own_cost, N.TOTAL_COST_USD: run.cost} if self._priced else {}),
-                    **self._names.attributes()})
+                    **tool_list_attributes(*self._lists)})
                 if not run.ok:  # every stopped run has its stop event in one place, whatever the reason
                     self.span.add_event(N.STOP_EVENT, {N.STOP_REASON: run.stop.value, N.STEP_INDEX: run.step_count - 1})
         if run.ok:
@@ -230,18 +223,18 @@ class StepScope(_Scope):
         _Scope.__init__(self, telemetry, N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
         self.index = index
 
-    def end(self, step: Step | None, names: _ToolNames | None, stop: Stop | None) -> None:
+    def end(self, step: Step | None, lists: ToolLists | None, stop: Stop | None) -> None:
         """``step`` is the turn this iteration recorded, with its tool names (both ``None`` if
         its model call failed); ``stop`` is why the run ended inside it, if it did."""
         span = self.span
         try:
             if self.recording:
-                if step is not None and names is not None:
+                if step is not None and lists is not None:
                     usage = step.completion.usage
                     span.set_attributes({
                         N.STEP_INPUT_TOKENS: usage.input_tokens, N.STEP_OUTPUT_TOKENS: usage.output_tokens,
-                        **names.attributes()})
-                    if names.not_dispatched and stop is not None:
+                        **tool_list_attributes(*lists)})
+                    if lists[3] and stop is not None:  # calls were not dispatched: say why
                         span.set_attribute(N.TOOLS_NOT_DISPATCHED_REASON, stop.value)
                 if stop is not None and stop is not Stop.ANSWERED:
                     span.add_event(N.STOP_EVENT, {N.STOP_REASON: stop.value})

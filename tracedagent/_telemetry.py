@@ -87,25 +87,31 @@ def bounded(text: Any) -> str:
 
 
 def bounded_list(names: list[str]) -> list[str]:
-    """A list of model-chosen names (strings: ``check_completion`` saw to that), bounded in
-    length and count and encodable; as it is when it fits, which it nearly always does."""
-    if (len(names) <= N.MAX_LIST_ITEMS and max(map(len, names), default=0) <= N.MAX_NAME_LENGTH
-            and all(map(str.isprintable, names))):
-        return names
+    """A list of model-chosen names, each bounded, and at most ``MAX_LIST_ITEMS`` of them."""
     return [bounded(name) for name in names[: N.MAX_LIST_ITEMS]]
+
+
+def _fits(names: list[str]) -> bool:
+    """Whether a list of names (strings: ``check_completion`` saw to that) can be recorded as
+    it is: few enough, each short and printable, as they nearly always are."""
+    return (len(names) <= N.MAX_LIST_ITEMS and max(map(len, names), default=0) <= N.MAX_NAME_LENGTH
+            and "".join(names).isprintable())
 
 
 def tool_list_attributes(requested: list[str], executed: list[str], blocked: list[str],
                          not_dispatched: list[str]) -> dict[str, Any]:
     """The tool-name lists of a step or run span, each bounded; where one had to be cut,
     ``<name>_count`` says how long it really was, so a list is never silently short.
-    ``not_dispatched`` is there only when a call was not dispatched."""
+    ``not_dispatched`` is there only when a call was not dispatched. The other three lists
+    hold names drawn from ``requested``, so when it fits, they do too."""
     lists = {N.TOOLS_REQUESTED: requested, N.TOOLS_EXECUTED: executed, N.TOOLS_BLOCKED: blocked}
     if not_dispatched:
         lists[N.TOOLS_NOT_DISPATCHED] = not_dispatched
+    if _fits(requested):
+        return lists
     attributes: dict[str, Any] = {}
     for key, names in lists.items():
-        attributes[key] = bounded_list(names) if names else names
+        attributes[key] = bounded_list(names)
         if len(names) > N.MAX_LIST_ITEMS:
             attributes[key + N.COUNT_SUFFIX] = len(names)
     return attributes
