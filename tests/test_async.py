@@ -576,10 +576,12 @@ async def test_cancelled_during_tools(rec, spans, release, kinds):
         assert rec.metric("tracedagent.tool.calls", tool_name=t.name, outcome="cancelled") == 1
 
 
-async def test_cancelled_between_steps(rec, spans):
-    # Cancelled the moment its step's only tool call has ended: nothing is in flight.
+@pytest.mark.parametrize("parallel", [True, False], ids=["parallel", "sequential"])
+async def test_cancelled_between_steps(rec, spans, parallel):
+    # Cancelled the moment its step's only tool call has ended: nothing is in flight, and the
+    # run goes no further, whether or not the turn's calls would have had tasks of their own.
     model = FakeModel([tool_call("search_help", {"q": "x"}), "never asked"])
-    task = asyncio.create_task(Agent(model, [search_help], **rec.providers).arun("go"))
+    task = asyncio.create_task(Agent(model, [search_help], parallel_tool_calls=parallel, **rec.providers).arun("go"))
     spans.end_hooks.append(lambda s: s.name == "execute_tool search_help" and task.cancel())
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -137,13 +137,16 @@ class InstrumentedRegistry:
     async def adispatch_turn(self, calls: Sequence[ToolCall], *, parallel: bool, concurrency: int | None,
                              deadline: float | None) -> list[ToolResult]:
         """A turn's calls, their results in the model's call order. In parallel their spans are
-        siblings that overlap; one after another, a fatal result ends the turn, as in ``run``."""
-        if not parallel:
+        siblings that overlap; one after another (or a lone call, which needs no task of its
+        own), a fatal result ends the turn, as in ``run``. Either way, a cancellation asked for
+        while the calls ran takes effect as the turn ends, before the run goes on."""
+        if not parallel or len(calls) == 1:
             results: list[ToolResult] = []
             for call in calls:
                 results.append(await self.adispatch(call, deadline))
                 if results[-1].outcome is ToolOutcome.FATAL:
                     break
+            await asyncio.sleep(0)  # the checkpoint gather's await gives the parallel path
             return results
         limit = asyncio.Semaphore(concurrency) if concurrency else None
 
