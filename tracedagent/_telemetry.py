@@ -26,7 +26,7 @@ from ._content import ContentCapture, truncate
 from ._records import Model
 from ._version import __version__
 
-__all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "bounded", "bounded_list",
+__all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "bounded",
            "tool_list_attributes"]
 
 _log = logging.getLogger("tracedagent")
@@ -86,11 +86,6 @@ def bounded(text: Any) -> str:
     return truncate(str(text), N.MAX_NAME_LENGTH).translate(_SURROGATES_AND_CONTROLS)
 
 
-def bounded_list(names: list[str]) -> list[str]:
-    """A list of model-chosen names, each bounded, and at most ``MAX_LIST_ITEMS`` of them."""
-    return [bounded(name) for name in names[: N.MAX_LIST_ITEMS]]
-
-
 def _fits(names: list[str]) -> bool:
     """Whether a list of names (strings: ``check_completion`` saw to that) can be recorded as
     it is: few enough, each short and printable, as they nearly always are."""
@@ -111,7 +106,7 @@ def tool_list_attributes(requested: list[str], executed: list[str], blocked: lis
         return lists
     attributes: dict[str, Any] = {}
     for key, names in lists.items():
-        attributes[key] = bounded_list(names)
+        attributes[key] = [bounded(name) for name in names[: N.MAX_LIST_ITEMS]]
         if len(names) > N.MAX_LIST_ITEMS:
             attributes[key + N.COUNT_SUFFIX] = len(names)
     return attributes
