@@ -8,6 +8,7 @@ and end times, or by tools that can only finish if they run at once.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import sys
 import threading
 import time
@@ -589,6 +590,135 @@ async def test_cancelled_between_steps(rec, spans, parallel):
     assert_cancelled(rec, spans, set())
     assert model.call_count == 1
     assert rec.span("execute_tool search_help").attributes["tracedagent.tool.outcome"] == "ok"
+
+
+needs_cancelling = pytest.mark.skipif(sys.version_info < (3, 11), reason=(
+    "Task.cancelling, which tells a cancellation a call swallowed, is new in Python 3.11"))
+
+
+@needs_cancelling
+@pytest.mark.parametrize("calls", [1, 2], ids=["one call", "two calls"])
+async def test_a_cancellation_a_tool_swallows_still_cancels_the_run(rec, spans, calls):
+    started = asyncio.Event()
+
+    @tool
+    async def tidy(q: str) -> str:
+        """Cleans up when cancelled, and says what it had."""
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            return "partial"
+        return "full"
+
+    first = turn(*[("tidy", {"q": str(i)}) for i in range(calls)])
+    model = FakeModel([first, "never asked"])
+    task = asyncio.create_task(Agent(model, [tidy], **rec.providers).arun("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert model.call_count == 1, "the run went no further"
+    assert rec.only_run().span.attributes["tracedagent.stop_reason"] == "cancelled"
+    assert spans.open == []
+
+
+@needs_cancelling
+@pytest.mark.parametrize("budget", [Budget(), Budget(max_seconds=60)], ids=["no deadline", "a deadline"])
+async def test_a_cancellation_as_a_model_call_returns_is_not_lost(rec, spans, budget):
+    # A TaskGroup sibling fails the moment the model's answer is ready: under a deadline the
+    # call is awaited through wait_for, which on Python 3.11 would hand back the answer and
+    # drop the cancellation.
+    returned = asyncio.Event()
+
+    class Signals(FakeModel):
+        async def acomplete(self, messages, **options):
+            completion = await super().acomplete(messages, **options)
+            returned.set()
+            return completion
+
+    model = Signals([tool_call("search_help", {"q": "x"}), "never asked"])
+
+    async def failing_sibling() -> None:
+        await returned.wait()
+        raise RuntimeError("a sibling failed")
+
+    with pytest.raises(ExceptionGroup):  # noqa: F821 - Python 3.11+, as the mark says
+        async with asyncio.TaskGroup() as group:  # type: ignore[attr-defined]
+            run_task = group.create_task(Agent(model, [search_help], budget=budget, **rec.providers).arun("go"))
+            group.create_task(failing_sibling())
+
+    assert run_task.cancelled() and model.call_count == 1
+    assert rec.only_run().span.attributes["tracedagent.stop_reason"] == "cancelled"
+    assert spans.open == []
+
+
+@pytest.mark.parametrize("first, options", [
+    (tool_call("login", {"user_name": "ana"}), {}),
+    (tool_call("login", {"user_name": "ana"}), {"budget": Budget(max_seconds=60)}),
+    (turn(("login", {"user_name": "ana"}), ("whoami", {})), {}),
+    (turn(("login", {"user_name": "ana"}), ("whoami", {})), {"parallel_tool_calls": False}),
+], ids=["one call", "one call, a deadline", "two calls", "two calls in sequence"])
+async def test_what_a_tool_sets_in_its_context_stays_in_its_call(first, options):
+    user: contextvars.ContextVar[str | None] = contextvars.ContextVar("user", default=None)
+    seen: list[str | None] = []
+
+    @tool
+    async def login(user_name: str) -> str:
+        """Log in as a user (as structlog's bind_contextvars would bind it)."""
+        user.set(user_name)
+        return "ok"
+
+    @tool
+    async def whoami() -> str:
+        """Who is logged in."""
+        seen.append(user.get())
+        return str(user.get())
+
+    class Watching(FakeModel):
+        async def acomplete(self, messages, **kwargs):
+            seen.append(user.get())
+            return await super().acomplete(messages, **kwargs)
+
+    run = await Agent(Watching([first, tool_call("whoami"), "done"]), [login, whoami], **options).arun("go")
+    assert run.ok and run.blocked_tools() == []
+    assert seen and seen == [None] * len(seen), "neither the model nor a later call sees the tool's context"
+    assert user.get() is None, "nor does the caller"
+
+
+@pytest.mark.parametrize("options", [{"parallel_tool_calls": False}, {"max_tool_concurrency": 1}],
+                         ids=["in sequence", "one at a time"])
+async def test_calls_the_deadline_kept_from_starting_are_not_dispatched(rec, spans, options):
+    started: list[int] = []
+
+    @tool
+    async def work(n: int) -> str:
+        """Works for a long time."""
+        started.append(n)
+        await asyncio.sleep(60)
+        return "done"
+
+    model = FakeModel([turn(("work", {"n": 1}), ("work", {"n": 2}), ("work", {"n": 3})), "never asked"])
+    run = await Agent(model, [work], budget=Budget(max_seconds=0.2), **rec.providers, **options).arun("go")
+
+    assert run.stop is Stop.TIME_BUDGET and started == [1]
+    assert run.blocked_tools() == ["work"] and run.not_dispatched_tools() == ["work", "work"]
+    assert len(tool_spans(rec)) == 1, "no span for a call that never started"
+    assert rec.span("step").attributes["tracedagent.tools.not_dispatched_reason"] == "time_budget_exhausted"
+    assert spans.open == []
+
+
+async def test_a_tools_own_timeout_error_is_its_failure_not_its_timeout(rec):
+    @tool(timeout=30)
+    async def fetch(url: str) -> str:
+        """Fetch a page."""
+        raise asyncio.TimeoutError("the upstream's own timeout")
+
+    run = await Agent(FakeModel([tool_call("fetch", {"url": "u"}), "done"]), [fetch], **rec.providers).arun("go")
+    [result] = run.steps[0].tool_results
+    assert result.outcome is ToolOutcome.ERROR and result.error_type == "TimeoutError"
+    assert rec.span("execute_tool fetch").attributes["error.type"] == "TimeoutError"
 
 
 async def _under_wait_for(run):

@@ -14,7 +14,8 @@ import inspect
 import time
 from typing import Any, Awaitable, Sequence, TypeVar
 
-from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, check_completion
+from ._records import (Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, cancel_requests,
+                       check_completion)
 from ._spans import ChatScope, DeadlineExceeded, ToolScope, failure_kind
 from ._telemetry import AgentTelemetry
 from ._tools import Registry
@@ -24,17 +25,35 @@ __all__ = ["InstrumentedModel", "InstrumentedRegistry"]
 T = TypeVar("T")
 
 
+def _passed(deadline: float | None) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def _raise_if_cancelled_since(requests: int) -> None:
+    """A cancellation of this task asked for while it awaited work that swallowed it (a tool
+    that catches ``CancelledError``, or ``wait_for`` on Python 3.11 returning a result that came
+    at the same moment) is still this run's: raise it now. ``requests``: ``cancel_requests()``
+    before the work."""
+    if cancel_requests() > requests:
+        raise asyncio.CancelledError
+
+
 async def _before(deadline: float | None, work: Awaitable[T]) -> T:
     """``await work``, cancelled when ``time.monotonic()`` reaches ``deadline``
-    (``DeadlineExceeded``); the work has finished cancelling by the time this raises."""
+    (``DeadlineExceeded``); the work has finished cancelling by the time this raises. A
+    cancellation of this task during the work is raised even if the work swallowed it."""
+    requests = cancel_requests()
     if deadline is None:
-        return await work
-    try:
-        return await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
-    except asyncio.TimeoutError:
-        if time.monotonic() < deadline:  # the work's own TimeoutError, not the deadline
-            raise
-        raise DeadlineExceeded from None
+        result = await work
+    else:
+        try:
+            result = await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            if time.monotonic() < deadline:  # the work's own TimeoutError, not the deadline
+                raise
+            raise DeadlineExceeded from None
+    _raise_if_cancelled_since(requests)
+    return result
 
 
 def _takes_timeout(method: Any) -> bool:
@@ -136,30 +155,44 @@ class InstrumentedRegistry:
 
     async def adispatch_turn(self, calls: Sequence[ToolCall], *, parallel: bool, concurrency: int | None,
                              deadline: float | None) -> list[ToolResult]:
-        """A turn's calls, their results in the model's call order. In parallel their spans are
-        siblings that overlap; one after another (or a lone call, which needs no task of its
-        own), a fatal result ends the turn, as in ``run``. Either way, a cancellation asked for
-        while the calls ran takes effect as the turn ends, before the run goes on."""
-        if not parallel or len(calls) == 1:
-            results: list[ToolResult] = []
+        """A turn's calls, their results in the model's call order. Each call runs in a task of
+        its own, with a copy of this context (the step span current), so that what a tool sets
+        in its context stays in its call. In parallel the calls' spans are siblings that
+        overlap; one after another (``parallel`` off, or a lone call), a fatal result ends the
+        turn, as in ``run``. A call not yet started when the run's deadline passes is not
+        dispatched. A cancellation asked for while the calls ran takes effect as the turn
+        ends, even if a tool swallowed it."""
+        requests = cancel_requests()
+        if parallel and len(calls) > 1:
+            results = await self._concurrently(calls, concurrency, deadline)
+        else:
+            results = []
             for call in calls:
-                results.append(await self.adispatch(call, deadline))
+                if _passed(deadline):
+                    break
+                results.append(await asyncio.create_task(self.adispatch(call, deadline)))
                 if results[-1].outcome is ToolOutcome.FATAL:
                     break
-            await asyncio.sleep(0)  # the checkpoint gather's await gives the parallel path
-            return results
+        await asyncio.sleep(0)  # delivers a cancellation asked for while nothing was awaited
+        _raise_if_cancelled_since(requests)
+        return results
+
+    async def _concurrently(self, calls: Sequence[ToolCall], concurrency: int | None,
+                            deadline: float | None) -> list[ToolResult]:
         limit = asyncio.Semaphore(concurrency) if concurrency else None
 
-        async def one(call: ToolCall) -> ToolResult:
+        async def one(call: ToolCall) -> ToolResult | None:
             if limit is None:
-                return await self.adispatch(call, deadline)
+                return None if _passed(deadline) else await self.adispatch(call, deadline)
             async with limit:
-                return await self.adispatch(call, deadline)
+                return None if _passed(deadline) else await self.adispatch(call, deadline)
 
-        # gather runs each call in a task of its own, with a copy of this context (the step span
-        # current), and when this task is cancelled it cancels them and waits for them to end.
+        # gather runs each call in a task of its own, and when this task is cancelled it cancels
+        # them and waits for them to end.
         outcomes = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
         for outcome in outcomes:
             if isinstance(outcome, BaseException):  # a custom registry's bug: every call has ended
                 raise outcome
-        return outcomes  # type: ignore[return-value]
+        # The calls start, and take the semaphore, in call order: those the deadline kept from
+        # starting (None) are the last ones, which is what "not dispatched" means.
+        return [outcome for outcome in outcomes if outcome is not None]  # type: ignore[misc]

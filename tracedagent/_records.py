@@ -10,7 +10,7 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 
 __all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message", "error_type",
            "being_cancelled",
-           "check_completion"]
+           "cancel_requests", "check_completion"]
 
 Message = dict[str, Any]
 """One conversation turn in the loop's provider-neutral shape.
@@ -33,6 +33,13 @@ def being_cancelled() -> bool:
     there, it is always taken as a cancellation."""
     task = asyncio.current_task()
     return task is None or not hasattr(task, "cancelling") or task.cancelling() > 0
+
+
+def cancel_requests() -> int:
+    """How many cancellations of the running task are pending (``Task.cancelling``): 0 outside
+    a task, and always on Python 3.10, which does not count them."""
+    task = asyncio.current_task()
+    return task.cancelling() if task is not None and hasattr(task, "cancelling") else 0
 
 
 @dataclass(frozen=True)

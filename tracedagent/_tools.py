@@ -12,6 +12,7 @@ import asyncio
 import functools
 import inspect
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol, overload
 
@@ -183,9 +184,21 @@ class Registry:
         return t, arguments
 
 
+class _TimedOut(Exception):
+    """A tool call ran past its tool's ``timeout`` and was cancelled."""
+
+
 async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
-    """``await work``, cancelled after ``timeout`` seconds (``asyncio.TimeoutError``)."""
-    return await (work if timeout is None else asyncio.wait_for(work, timeout))
+    """``await work``, cancelled after ``timeout`` seconds (``_TimedOut``)."""
+    if timeout is None:
+        return await work
+    started = time.monotonic()
+    try:
+        return await asyncio.wait_for(work, timeout)
+    except asyncio.TimeoutError:
+        if time.monotonic() - started < timeout:  # the tool's own TimeoutError: a failure like any other
+            raise
+        raise _TimedOut from None
 
 
 def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
@@ -194,7 +207,7 @@ def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
         return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
     if isinstance(exc, ToolError):  # written for the model to read
         return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
-    if isinstance(exc, asyncio.TimeoutError) and t.timeout is not None:  # error.type is the outcome
+    if isinstance(exc, _TimedOut):  # error.type is the outcome
         return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s")
     # A tool bug is an observation, not a crash of the run. Only the class goes to the
     # model: an unexpected message can carry paths, connection strings or tokens.
