@@ -181,3 +181,32 @@ def test_a_conversation_id_is_on_every_run_of_the_team(rec, driver):
     # never a metric label: unbounded cardinality
     assert rec.metric("tracedagent.runs") == 4
     assert rec.metric("tracedagent.runs", **{"gen_ai.conversation.id": "conv-42"}) == 0
+
+
+@pytest.mark.parametrize("calls", [1, 2], ids=["one sub-agent", "two at once"])
+async def test_a_sub_agent_out_of_the_time_it_inherited_ends_itself_and_counts_in_the_totals(rec, calls):
+    # The sub-agent's second model call outlives the deadline it shares with its caller: it
+    # must end as time_budget_exhausted, its run recorded and its tokens counted, rather than
+    # be cancelled from outside by the caller's deadline.
+    class SlowSecondCall(FakeModel):
+        async def acomplete(self, messages, **options):
+            if self.call_count % 2 == 1:
+                await asyncio.sleep(60)
+            return await super().acomplete(messages, **options)
+
+    researcher = Agent(SlowSecondCall([tool_call("search", {"q": "a"}), "never", tool_call("search", {"q": "b"}),
+                                       "never"]), [search], name="researcher", **rec.providers)
+    first = both(*[ToolCall(f"r{i}", "researcher", {"task": "dig"}) for i in range(calls)])
+    lead = Agent(FakeModel([first, "never asked"]), [researcher.as_tool(description="Research.")], name="lead",
+                 budget=Budget(max_seconds=0.3), **rec.providers)
+    run = await lead.arun("go")
+
+    assert run.stop is Stop.TIME_BUDGET
+    assert [sub.stop for sub in run.sub_runs] == [Stop.TIME_BUDGET] * calls
+    researcher_spans = rec.spans("invoke_agent researcher")
+    assert [s.attributes["tracedagent.stop_reason"] for s in researcher_spans] == ["time_budget_exhausted"] * calls
+    assert [s.attributes["tracedagent.sub_agent.stop_reason"] for s in rec.spans("execute_tool researcher")] == [
+        "time_budget_exhausted"] * calls
+    chat_input = sum(s.attributes.get("gen_ai.usage.input_tokens", 0) for s in rec.spans()
+                     if s.name.startswith("chat "))
+    assert run.input_tokens == chat_input, "every completed model call of the team is in the lead's total"

@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Sequence, TypeVar
 from ._records import (Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, cancel_requests,
                        check_completion)
 from ._spans import ChatScope, DeadlineExceeded, ToolScope, failure_kind
+from ._team import SubAgentTool
 from ._telemetry import AgentTelemetry
 from ._tools import Registry
 
@@ -142,6 +143,8 @@ class InstrumentedRegistry:
     async def adispatch(self, call: ToolCall, deadline: float | None = None) -> ToolResult:
         """One call; if the run's deadline cuts it off, its result says so (outcome ``timeout``)."""
         scope = ToolScope(self._t, call, known=call.name in self.wrapped)
+        if isinstance(self.wrapped.get(call.name), SubAgentTool):
+            deadline = None  # it stops itself at the deadline it inherits, its own run recorded
         try:
             result = await _before(deadline, self.wrapped.adispatch(call))
         except DeadlineExceeded:

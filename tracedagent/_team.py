@@ -13,6 +13,7 @@ counts its usage in the caller's totals. How its stop reaches the caller:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace
@@ -25,10 +26,17 @@ from ._tools import FatalToolError, Tool, ToolError
 if TYPE_CHECKING:
     from ._loop import Agent
 
-__all__ = ["agent_tool"]
+__all__ = ["agent_tool", "SubAgentTool"]
 
 TASK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["task"],
                "properties": {"task": {"type": "string", "description": "What the sub-agent should do."}}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubAgentTool(Tool):
+    """A sub-agent as a tool. Its run inherits the calling run's deadline and ends itself
+    there, recorded as ``time_budget_exhausted`` and counted in the caller's totals, so the
+    caller's ``arun`` does not cut the call from outside (which would cancel the run instead)."""
 
 
 def agent_tool(agent: Agent, *, name: str, description: str, budget: Budget | None,
@@ -45,4 +53,4 @@ def agent_tool(agent: Agent, *, name: str, description: str, budget: Budget | No
             raise FatalToolError(f"sub-agent {name} stopped: {run.stop.value}")
         raise ToolError(f"sub-agent {name} stopped ({run.stop.value}): {run.output}")
 
-    return Tool(name=name, description=description, parameters=TASK_SCHEMA, fn=delegate)
+    return SubAgentTool(name=name, description=description, parameters=TASK_SCHEMA, fn=delegate)
