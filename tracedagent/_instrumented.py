@@ -19,7 +19,7 @@ from ._records import (Completion, Message, Model, ToolCall, ToolOutcome, ToolRe
 from ._spans import ChatScope, DeadlineExceeded, ToolScope, failure_kind
 from ._team import SubAgentTool
 from ._telemetry import AgentTelemetry
-from ._tools import Registry
+from ._tools import Cut, Registry, until
 
 __all__ = ["InstrumentedModel", "InstrumentedRegistry"]
 
@@ -41,17 +41,15 @@ def _raise_if_cancelled_since(requests: int) -> None:
 
 async def _before(deadline: float | None, work: Awaitable[T]) -> T:
     """``await work``, cancelled when ``time.monotonic()`` reaches ``deadline``
-    (``DeadlineExceeded``); the work has finished cancelling by the time this raises. A
-    cancellation of this task during the work is raised even if the work swallowed it."""
+    (``DeadlineExceeded``). A cancellation of this task during the work is raised even if the
+    work swallowed it."""
     requests = cancel_requests()
     if deadline is None:
         result = await work
     else:
         try:
-            result = await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
-        except asyncio.TimeoutError:
-            if time.monotonic() < deadline:  # the work's own TimeoutError, not the deadline
-                raise
+            result = await until(deadline, work)
+        except Cut:
             raise DeadlineExceeded from None
     _raise_if_cancelled_since(requests)
     return result

@@ -19,7 +19,7 @@ from typing import Any, Awaitable, Callable, Iterable, Protocol, overload
 from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
-__all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
+__all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError", "Cut", "until"]
 
 
 class ToolError(Exception):
@@ -184,21 +184,25 @@ class Registry:
         return t, arguments
 
 
-class _TimedOut(Exception):
-    """A tool call ran past its tool's ``timeout`` and was cancelled."""
+class Cut(Exception):
+    """Work was cancelled because its deadline came."""
+
+
+async def until(deadline: float, work: Awaitable[Any]) -> Any:
+    """``await work``, cancelled when ``time.monotonic()`` reaches ``deadline`` (``Cut``); the
+    work has finished cancelling by the time this raises. A ``TimeoutError`` the work raises
+    itself before then is its own, and passes through."""
+    try:
+        return await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        if time.monotonic() < deadline:
+            raise
+        raise Cut from None
 
 
 async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
-    """``await work``, cancelled after ``timeout`` seconds (``_TimedOut``)."""
-    if timeout is None:
-        return await work
-    started = time.monotonic()
-    try:
-        return await asyncio.wait_for(work, timeout)
-    except asyncio.TimeoutError:
-        if time.monotonic() - started < timeout:  # the tool's own TimeoutError: a failure like any other
-            raise
-        raise _TimedOut from None
+    """``await work``, cancelled after ``timeout`` seconds (``Cut``)."""
+    return await (work if timeout is None else until(time.monotonic() + timeout, work))
 
 
 def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
@@ -207,7 +211,7 @@ def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
         return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
     if isinstance(exc, ToolError):  # written for the model to read
         return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
-    if isinstance(exc, _TimedOut):  # error.type is the outcome
+    if isinstance(exc, Cut):  # its own timeout: error.type is the outcome
         return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s")
     # A tool bug is an observation, not a crash of the run. Only the class goes to the
     # model: an unexpected message can carry paths, connection strings or tokens.
