@@ -137,7 +137,8 @@ def agent_aruns(tracer_provider, meter_provider, runs: int) -> float:
 # The attributes an agent run's spans carry, as constants: the floor computes nothing.
 _RUN_START = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "agent",
              "gen_ai.provider.name": "fake", "gen_ai.request.model": "fake-model",
-             "tracedagent.budget.max_steps": STEPS, "tracedagent.budget.repeat_limit": 3}
+             "tracedagent.budget.max_steps": STEPS, "tracedagent.budget.repeat_limit": 3,
+             "tracedagent.budget.max_tool_calls_per_step": 64, "tracedagent.driver": "run"}
 _RUN_END = {"tracedagent.stop_reason": "answered", "tracedagent.steps": STEPS,
            "gen_ai.usage.input_tokens": 1245, "gen_ai.usage.output_tokens": 95,
            "tracedagent.usage.total_input_tokens": 1245, "tracedagent.usage.total_output_tokens": 95,

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from tracedagent import Completion, ToolCall
+from tracedagent import _names as N
 from tracedagent.testing import Recorder
 
 __all__ = ["OpenSpans", "turn", "shape", "watch", "most_at_once"]
@@ -64,16 +65,22 @@ def turn(*calls: tuple[str, dict[str, Any]], prefix: str = "c") -> Completion:
                       finish_reason="tool_calls")
 
 
+DRIVER_ATTRIBUTES = (N.DRIVER, N.TOOLS_PARALLEL, N.TOOLS_MAX_CONCURRENCY)
+"""What a run span says of the method that drove it: the one way ``run``'s and ``arun``'s
+traces of the same run are meant to differ."""
+
+
 def shape(spans: list[ReadableSpan]) -> list[tuple]:
     """Each root span as ``(name, attributes, status, description, events, children)``, the
-    children in the order they started: everything a trace says but ids and times."""
+    children in the order they started: everything a trace says but ids, times and the driver."""
     children: dict[int | None, list[ReadableSpan]] = defaultdict(list)
     for span in spans:
         children[span.parent.span_id if span.parent else None].append(span)
 
     def node(span: ReadableSpan) -> tuple:
         kids = sorted(children[span.context.span_id], key=lambda s: s.start_time)
-        return (span.name, dict(span.attributes), span.status.status_code, span.status.description,
+        attributes = {k: v for k, v in span.attributes.items() if k not in DRIVER_ATTRIBUTES}
+        return (span.name, attributes, span.status.status_code, span.status.description,
                 [(e.name, dict(e.attributes)) for e in span.events], [node(k) for k in kids])
 
     return [node(root) for root in sorted(children[None], key=lambda s: s.start_time)]

@@ -8,6 +8,7 @@ the demo writes. Only the model is scripted (it always is, in a test).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -21,11 +22,11 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from _fake_servers import RoutedServer
 from test_cli import assert_fails_cleanly, tracedagent
-from tracedagent import Budget, Stop
+from tracedagent import Agent, Budget, Completion, FatalToolError, Registry, Stop, ToolCall, ToolOutcome, tool
 from tracedagent import _names as N
 from tracedagent._demo import SCENARIOS, Recording, build_agent, run_scenario
 from tracedagent._otlp_json import OtlpJsonWriter
-from tracedagent.testing import Replay, ReplayMismatch, tool_call
+from tracedagent.testing import FakeModel, Replay, ReplayMismatch, tool_call
 
 BY_NAME = {s.name: s for s in SCENARIOS}
 DEADLINE_PACE = 0.25
@@ -152,6 +153,107 @@ def test_a_team_replays_as_one_run_with_its_sub_agents_stubbed(recorded):
     assert replay.recording.agent == "planner"
     assert [(c.name, c.outcome) for c in replay.recording.stubs] == [("researcher", "ok"), ("writer", "error")]
     replay.check(replay.run())
+
+
+# --- runs the demo has no scenario of ---------------------------------------------------------
+
+def replayed(tmp_path: Path, make_agent, driver: str = "run", task: str = "go"):
+    """Record one run of ``make_agent(tracer_provider)`` with content on, replay it, check it;
+    returns the original run, the replay and the replayed run."""
+    path = tmp_path / "run.otlp.json"
+    play = (lambda agent: asyncio.run(agent.arun(task))) if driver == "arun" else (lambda agent: agent.run(task))
+    [original] = record(path, [(make_agent, play)])
+    replay = Replay.from_file(path)
+    again = replay.run()
+    replay.check(again)
+    return original, replay, again
+
+
+@tool(timeout=0.05)
+async def slow_lookup(q: str) -> str:
+    """Looks something up, too slowly."""
+    await asyncio.sleep(5)
+    return "found"
+
+
+@tool
+async def quick_lookup(q: str) -> str:
+    """Looks something up at once."""
+    return "found"
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_a_tools_own_timeout_replays_as_a_timeout(tmp_path, driver):
+    original, replay, again = replayed(tmp_path, lambda tp: Agent(
+        FakeModel([tool_call("slow_lookup", {"q": "a"}), "gave up"]), [slow_lookup], tracer_provider=tp,
+        capture_content=True), driver)
+    assert replay.recording.driver == driver
+    assert [r.outcome for r in again.steps[0].tool_results] == [ToolOutcome.TIMEOUT] == \
+        [r.outcome for r in original.steps[0].tool_results]
+    assert again.steps[0].tool_results[0].content == "Error: slow_lookup timed out after 0.05 s"
+
+
+@pytest.mark.parametrize("options", [{"parallel_tool_calls": False}, {"max_tool_concurrency": 1}])
+def test_calls_the_deadline_kept_from_starting_stay_undispatched(tmp_path, options):
+    turn = Completion(tool_calls=[ToolCall("c1", "slow", {"q": "a"}), ToolCall("c2", "quick_lookup", {"q": "b"})])
+    slow = tool(name="slow")(slow_lookup.fn)
+    original, replay, again = replayed(tmp_path, lambda tp: Agent(
+        FakeModel([turn, "done"]), [slow, quick_lookup], budget=Budget(max_seconds=0.2), tracer_provider=tp,
+        capture_content=True, **options), "arun")
+    assert original.not_dispatched_tools() == again.not_dispatched_tools() == ["quick_lookup"]
+    assert (replay.recording.parallel_tool_calls, replay.recording.max_tool_concurrency) == \
+        (options.get("parallel_tool_calls", True), options.get("max_tool_concurrency"))
+    assert again.stop is Stop.TIME_BUDGET
+
+
+def test_a_parallel_turn_is_replayed_by_arun_even_when_its_calls_did_not_overlap(tmp_path):
+    @tool
+    async def charge(card: str) -> str:
+        """Charges a card."""
+        raise FatalToolError("the card processor is gone")
+
+    turn = Completion(tool_calls=[ToolCall("c1", "charge", {"card": "x"}), ToolCall("c2", "quick_lookup", {"q": "b"})])
+    original, replay, again = replayed(tmp_path, lambda tp: Agent(
+        FakeModel([turn, "done"]), [charge, quick_lookup], tracer_provider=tp, capture_content=True), "arun")
+    assert replay.recording.driver == "arun"
+    assert original.trajectory() == again.trajectory() == ["quick_lookup"]  # the turn's other call ran
+
+
+@pytest.mark.parametrize("last_call", [{"order_id": "secret"}, "lokup"])
+def test_a_time_stop_after_a_call_that_never_reached_a_tool_recurs(tmp_path, last_call):
+    @tool
+    def lookup(order_id: str) -> str:
+        """Looks an order up."""
+        return "shipped"
+
+    def policy(call):
+        return "not that one" if call.arguments == {"order_id": "secret"} else None
+
+    second = tool_call("lookup", last_call) if isinstance(last_call, dict) else tool_call(last_call, {"order_id": "2"})
+    original, replay, again = replayed(tmp_path, lambda tp: Agent(
+        FakeModel([tool_call("lookup", {"order_id": "1"}), second, "done"], latency=0.15),
+        Registry([lookup], policy=policy), budget=Budget(max_seconds=0.25), tracer_provider=tp, capture_content=True))
+    assert original.stop is again.stop is Stop.TIME_BUDGET
+    assert again.step_count == original.step_count == 2
+
+
+def test_a_run_of_more_tool_calls_than_a_span_lists_replays(tmp_path):
+    @tool
+    def lookup(n: int) -> str:
+        """Looks a number up."""
+        return str(n)
+
+    turns = [Completion(tool_calls=[ToolCall(f"c{s}-{i}", "lookup", {"n": s * 100 + i}) for i in range(30)])
+             for s in range(10)] + ["done"]
+    original, replay, again = replayed(tmp_path, lambda tp: Agent(
+        FakeModel(turns), [lookup], budget=Budget(max_steps=12, max_tool_calls_per_step=50), tracer_provider=tp,
+        capture_content=True), task="count")
+    assert len(again.requested_tools()) == 300
+    assert len(replay.recording.tools["requested"]) == N.MAX_LIST_ITEMS
+    assert replay.recording.tool_counts == {"requested": 300, "executed": 300}
+    fewer = dataclasses.replace(replay.recording, tool_counts={"requested": 299, "executed": 299})
+    with pytest.raises(ReplayMismatch, match="lengths of the cut tool lists"):
+        Replay(fewer).check(again)
 
 
 # --- real tools -----------------------------------------------------------------------------

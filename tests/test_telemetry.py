@@ -458,6 +458,25 @@ def test_the_run_span_reports_the_budget_the_run_used(rec):
     assert second["tracedagent.budget.max_steps"] == 7 and second["tracedagent.budget.max_tokens"] == 900
 
 
+def test_the_run_span_says_which_method_drove_it_and_how_it_dispatched(rec):
+    import asyncio
+
+    agent = Agent(FakeModel(["hi"] * 4), TOOLS, **rec.providers)
+    agent.run("go")
+    asyncio.run(agent.arun("go"))
+    agent.max_tool_concurrency = 2  # read per run, like the budget
+    asyncio.run(agent.arun("go"))
+    agent.parallel_tool_calls = False
+    asyncio.run(agent.arun("go"))
+    shown = [{k: v for k, v in view.span.attributes.items() if k.startswith(("tracedagent.driver",
+              "tracedagent.tools.parallel", "tracedagent.tools.max_concurrency"))} for view in rec.runs()]
+    assert shown == [{"tracedagent.driver": "run"},
+                     {"tracedagent.driver": "arun", "tracedagent.tools.parallel": True},
+                     {"tracedagent.driver": "arun", "tracedagent.tools.parallel": True,
+                      "tracedagent.tools.max_concurrency": 2},
+                     {"tracedagent.driver": "arun", "tracedagent.tools.parallel": False}]
+
+
 def test_a_no_op_meter_provider_records_nothing_and_the_run_is_unchanged():
     from opentelemetry.metrics import NoOpMeterProvider
 

@@ -99,7 +99,7 @@ class Agent:
         if self._registry.has_async_tools and _in_event_loop():
             raise RuntimeError("Agent.run was called inside a running event loop and this agent has "
                                "async tools; use `await agent.arun(...)` instead")
-        traced, state, parent = self._start(task, history, budget, conversation_id)
+        traced, state, parent = self._start(task, history, budget, conversation_id, asynchronous=False)
         token = current_run.set(state)
         try:
             run = self._loop(state, traced)
@@ -115,7 +115,7 @@ class Agent:
         """``run`` for async code: the same decisions, stops, spans and metrics. The time
         budget is a deadline that cancels a call still running; cancelling the task running
         ``arun`` ends every span it opened and propagates ``CancelledError``."""
-        traced, state, parent = self._start(task, history, budget, conversation_id)
+        traced, state, parent = self._start(task, history, budget, conversation_id, asynchronous=True)
         token = current_run.set(state)
         try:
             run = await self._aloop(state, traced)
@@ -127,7 +127,7 @@ class Agent:
         return self._end(traced, run, parent)
 
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
-               conversation_id: str | None) -> tuple[RunScope, RunState, RunState | None]:
+               conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]:
         """The run span and the run's state; under a parent run, the parent's limits and conversation."""
         parent = current_run.get()
         budget = budget or self.budget
@@ -135,7 +135,8 @@ class Agent:
             budget = parent.child_budget(budget)
             conversation_id = conversation_id or parent.conversation_id
         messages = initial_messages(self.system_prompt, history, task)
-        traced = RunScope(self._telemetry, budget, messages, conversation_id)
+        traced = RunScope(self._telemetry, budget, messages, conversation_id, asynchronous=asynchronous,
+                          parallel_tool_calls=self.parallel_tool_calls, max_tool_concurrency=self.max_tool_concurrency)
         state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id)
         return traced, state, parent
 

@@ -24,8 +24,9 @@ from ._content import is_truncated
 from ._records import Message, ToolOutcome, error_type
 from ._render import SpanRecord, Trace
 from ._run import Run
+from ._telemetry import tool_list_attributes
 
-__all__ = ["ReplayError", "RecordedCall", "RecordedStep", "Recording", "steps_of", "FORMAT"]
+__all__ = ["ReplayError", "RecordedCall", "RecordedStep", "Recording", "steps_of", "FORMAT", "tool_lists_of"]
 
 FORMAT = "tracedagent-replay/1"
 """The ``format`` of a recording's JSON; a file of another format is refused."""
@@ -99,8 +100,13 @@ class Recording:
     request_model: str | None = None
     """``gen_ai.request.model`` of the run."""
     driver: str = "run"
-    """``arun`` when the trace shows what only ``arun`` does (overlapping tool calls, a call cut
-    off by the deadline); otherwise ``run``."""
+    """``run`` or ``arun``, as the run span says (``tracedagent.driver``); in a trace that does
+    not say, ``arun`` when it shows what only ``arun`` does (overlapping tool calls, a call cut
+    off by the deadline), otherwise ``run``."""
+    parallel_tool_calls: bool = True
+    """Under ``arun``: whether a turn's calls were dispatched concurrently."""
+    max_tool_concurrency: int | None = None
+    """Under ``arun``: at most this many calls at once (``None``: no limit)."""
     tool_names: list[str] = field(default_factory=list)
     """The agent's tools as far as the trace tells: every tool an ``unknown_tool`` reply listed,
     then every other tool that was dispatched."""
@@ -114,7 +120,10 @@ class Recording:
     step_count: int = 0
     """``tracedagent.steps``: model calls attempted."""
     tools: dict[str, list[str]] = field(default_factory=dict)
-    """The run span's tool lists: ``requested``, ``executed``, ``blocked``, ``not_dispatched``."""
+    """The run span's tool lists: ``requested``, ``executed``, ``blocked``, ``not_dispatched``
+    (each cut at ``MAX_LIST_ITEMS``, as the span holds them)."""
+    tool_counts: dict[str, int] = field(default_factory=dict)
+    """The full length of each of those lists that was cut."""
     input_tokens: int | None = None
     """The agent's own input tokens (``gen_ai.usage.input_tokens``)."""
     output_tokens: int | None = None
@@ -157,11 +166,15 @@ class Recording:
             trace_id=trace.trace_id, agent=str(a.get(N.GEN_AI_AGENT_NAME, "agent")), task=str(task),
             system_prompt=next((p.get("content") for p in system or () if isinstance(p, dict)), None),
             history=messages, budget=_budget(a), request_model=a.get(N.GEN_AI_REQUEST_MODEL),
-            driver="arun" if _only_arun(trace, span, tool_spans) else "run",
+            driver=_driver(trace, span, tool_spans),
+            parallel_tool_calls=a.get(N.TOOLS_PARALLEL) is not False,
+            max_tool_concurrency=max(_int(a.get(N.TOOLS_MAX_CONCURRENCY)), 0) or None,
             tool_names=_tool_names(steps), steps=steps, stubs=_stubs(steps, str(a[N.STOP_REASON])),
             stop_reason=str(a[N.STOP_REASON]),
             step_count=_int(a.get(N.STEPS)),
             tools={key: list(a.get(name) or []) for key, name in _TOOL_LISTS.items()},
+            tool_counts={key: a[name + N.COUNT_SUFFIX] for key, name in _TOOL_LISTS.items()
+                         if isinstance(a.get(name + N.COUNT_SUFFIX), int)},
             input_tokens=a.get(N.GEN_AI_USAGE_INPUT_TOKENS), output_tokens=a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS),
             cost=a.get(N.COST_USD))
 
@@ -215,6 +228,13 @@ def _depth(trace: Trace, span: SpanRecord) -> int:
 
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _driver(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> str:
+    recorded = run.attributes.get(N.DRIVER)
+    if recorded in (N.DRIVER_RUN, N.DRIVER_ARUN):
+        return str(recorded)
+    return N.DRIVER_ARUN if _only_arun(trace, run, tool_spans) else N.DRIVER_RUN
 
 
 def _only_arun(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> bool:
@@ -377,6 +397,16 @@ def steps_of(run: Run) -> list[RecordedStep]:
         failed = N.ERROR_TIMEOUT if run.error is None else error_type(run.error)
         steps.append(RecordedStep(error=failed))
     return steps
+
+
+def tool_lists_of(run: Run) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """A ``Run``'s tool lists as its span holds them - bounded, with the full length of a list
+    that was cut - in the form of ``Recording.tools`` and ``Recording.tool_counts``."""
+    shown = tool_list_attributes(run.requested_tools(), run.trajectory(), run.blocked_tools(),
+                                 run.not_dispatched_tools())
+    lists = {key: list(shown.get(name) or []) for key, name in _TOOL_LISTS.items()}
+    counts = {key: shown[name + N.COUNT_SUFFIX] for key, name in _TOOL_LISTS.items() if name + N.COUNT_SUFFIX in shown}
+    return lists, counts
 
 
 def _usage(usage: Any) -> dict[str, int]:

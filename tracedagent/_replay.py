@@ -20,14 +20,15 @@ How each recorded outcome is reproduced, and how exactly:
   exactly. A JSON object the original schema refused is refused by the stub's schema (an
   ``enum`` of the arguments the tool did accept): the outcome is exact, the message
   approximate, so ``check`` compares that call's outcome and not its text.
-* ``timeout`` (the tool's own timeout): the stub raises ``TimeoutError`` and has the recorded
-  timeout. Exact.
+* ``timeout`` (the tool's own timeout): the stub has the recorded timeout and is cut off as
+  the registry cuts a tool off at its timeout. Exact.
 * a call the run's time budget cut off, or during which it ran out: the stub sleeps past the
-  deadline. The stop is reproduced; the tokens are; the wall time is the budget's.
+  deadline (or, for a call that never reached a tool, the stub registry's policy does). The
+  stop is reproduced; the tokens are; the wall time is the budget's.
 
 A model call that failed raises an exception of the recorded class; one cut off by the run's
-deadline raises the loop's own deadline signal. Replay uses ``arun`` when the trace shows
-what only ``arun`` does, else ``run``; a parallel turn's results are in call order either way.
+deadline raises the loop's own deadline signal. Replay drives the run as the run span says
+(``run`` or ``arun``, parallel calls or not); a parallel turn's results are in call order.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -44,12 +46,12 @@ from ._jaeger import JaegerClient, JaegerError
 from ._loop import Agent
 from ._otlp_json import OtlpJsonError, read_file
 from ._records import Completion, ToolCall, ToolOutcome, Usage
-from ._recorded import RecordedCall, RecordedStep, Recording, ReplayError, steps_of
+from ._recorded import RecordedCall, RecordedStep, Recording, ReplayError, steps_of, tool_lists_of
 from ._render import SpanRecord, group_traces, printable
 from ._run import Run, canonical_arguments
 from ._spans import DeadlineExceeded
 from ._testing._fake import FakeModel
-from ._tools import FatalToolError, Registry, Tool, ToolError
+from ._tools import Cut, FatalToolError, Registry, Tool, ToolError
 
 if TYPE_CHECKING:
     from ._testing._fake import ScriptItem
@@ -130,6 +132,8 @@ class Replay:
         options.setdefault("budget", self.budget)
         options.setdefault("system_prompt", self.system_prompt)
         options.setdefault("name", self.recording.agent)
+        options.setdefault("parallel_tool_calls", self.recording.parallel_tool_calls)
+        options.setdefault("max_tool_concurrency", self.recording.max_tool_concurrency)
         return Agent(self.model, self.registry if registry is None else registry, **options)
 
     def run(self, agent: Agent | None = None) -> Run:
@@ -151,11 +155,13 @@ class Replay:
         if diverged is not None:
             index, expected, actual = diverged
             problems.append(f"step {index} diverged:\n  expected: {expected}\n  actual:   {actual}")
+        lists, counts = tool_lists_of(run)  # as the run span would hold them: a long list is cut
         facts = [("stop reason", r.stop_reason, run.stop.value), ("steps", r.step_count, run.step_count),
-                 ("requested tools", r.tools.get("requested", []), run.requested_tools()),
-                 ("executed tools", r.tools.get("executed", []), run.trajectory()),
-                 ("blocked tools", r.tools.get("blocked", []), run.blocked_tools()),
-                 ("not dispatched", r.tools.get("not_dispatched", []), run.not_dispatched_tools())]
+                 ("requested tools", r.tools.get("requested", []), lists["requested"]),
+                 ("executed tools", r.tools.get("executed", []), lists["executed"]),
+                 ("blocked tools", r.tools.get("blocked", []), lists["blocked"]),
+                 ("not dispatched", r.tools.get("not_dispatched", []), lists["not_dispatched"]),
+                 ("lengths of the cut tool lists", r.tool_counts, counts)]
         if r.input_tokens is not None:
             facts.append(("input tokens", r.input_tokens, run.own_input_tokens))
         if r.output_tokens is not None:
@@ -262,16 +268,30 @@ def _exception(name: str, base: type[Exception]) -> type[Exception]:
 _OWN_TIMEOUT = re.compile(r" timed out after (\d+(?:\.\d+)?) s$")
 
 
+_REFUSED_BEFORE_THE_TOOL = {ToolOutcome.DENIED.value, ToolOutcome.UNKNOWN_TOOL.value,
+                            ToolOutcome.INVALID_ARGUMENTS.value}
+
+
 def _stub_registry(recording: Recording) -> Registry:
     stubs = recording.stubs
+    max_seconds = recording.budget.get("max_seconds") or 0
     denied = {c.id: _after(c.result, "Denied: ") for c in stubs if c.outcome == ToolOutcome.DENIED.value}
+    # The call during which the time ran out may never have reached a tool: the policy, which
+    # sees every call first, waits past the deadline for it instead of a stub.
+    waits = {c.id for c in stubs if c.until_deadline and c.outcome in _REFUSED_BEFORE_THE_TOOL}
+
+    def policy(call: ToolCall) -> str | None:
+        if call.id in waits:
+            time.sleep(max_seconds)  # under arun this holds up the event loop, as nothing else runs then
+        return denied.get(call.id)
+
     tools = [_stub(name, [c for c in stubs if c.name == name and c.outcome != ToolOutcome.DENIED.value],
-                   recording.budget.get("max_seconds"))
+                   max_seconds)
              for name in recording.tool_names]
-    return Registry(tools, policy=(lambda call: denied.get(call.id)) if denied else None)
+    return Registry(tools, policy=policy if denied or waits else None)
 
 
-def _stub(name: str, calls: list[RecordedCall], max_seconds: float | None) -> Tool:
+def _stub(name: str, calls: list[RecordedCall], max_seconds: float) -> Tool:
     """A tool that answers each recorded call to ``name`` in turn (matched on its arguments)."""
     queues: dict[str, deque[RecordedCall]] = {}
     for call in calls:
@@ -288,7 +308,7 @@ def _stub(name: str, calls: list[RecordedCall], max_seconds: float | None) -> To
         if call.outcome == ToolOutcome.FATAL.value:
             raise _exception(call.error_type or "FatalToolError", FatalToolError)(_after(text, "Fatal error: "))
         if call.outcome == ToolOutcome.TIMEOUT.value:
-            raise asyncio.TimeoutError  # (a class of its own before Python 3.11)
+            raise Cut  # what the registry raises when a tool's own timeout cuts it off
         if call.outcome == ToolOutcome.ERROR.value:
             kind = call.error_type or "ToolError"
             if text == f"Error: {name} failed ({kind})":  # an unexpected exception: the class is all it showed
@@ -301,7 +321,7 @@ def _stub(name: str, calls: list[RecordedCall], max_seconds: float | None) -> To
         async def fn(**arguments: Any) -> Any:
             call = next_call(arguments)
             if call.until_deadline:
-                await asyncio.sleep(max_seconds or 0)  # past the deadline: arun cuts it off, run stops after it
+                await asyncio.sleep(max_seconds)  # past the deadline: arun cuts it off, run stops after it
             return answer(call)
     else:
         def fn(**arguments: Any) -> Any:

@@ -117,10 +117,18 @@ class RunScope(_Scope):
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
-                 conversation_id: str | None = None) -> None:
+                 conversation_id: str | None = None, *, asynchronous: bool = False,
+                 parallel_tool_calls: bool = False, max_tool_concurrency: int | None = None) -> None:
         """``messages`` is what the run starts from (system prompt, history, task): recorded
-        only with content capture on, which is what replay starts from too."""
+        only with content capture on, which is what replay starts from too. The driver
+        (``arun`` when ``asynchronous``) and, under ``arun``, how a turn's calls were
+        dispatched are recorded so that a replay dispatches them the same way."""
         attributes = telemetry.run_start_attributes(budget)
+        attributes[N.DRIVER] = N.DRIVER_ARUN if asynchronous else N.DRIVER_RUN
+        if asynchronous:
+            attributes[N.TOOLS_PARALLEL] = parallel_tool_calls
+            if parallel_tool_calls and max_tool_concurrency is not None:
+                attributes[N.TOOLS_MAX_CONCURRENCY] = max_tool_concurrency
         if conversation_id is not None:
             attributes[N.GEN_AI_CONVERSATION_ID] = bounded(conversation_id)
         if telemetry.capture is not None:
