@@ -18,7 +18,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from sample_tools import no_refunds, refund, search_help
-from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, Usage, tool
+from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, ToolError, Usage, tool
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
 LISTS = ("tracedagent.tools.requested", "tracedagent.tools.executed", "tracedagent.tools.blocked")
@@ -246,3 +246,121 @@ def test_captured_content_uses_the_genai_shapes():
     assert "invalid arguments" in sent[-1]["parts"][0]["response"]
     [tool_span] = view.tool_spans
     assert json.loads(tool_span.attributes["gen_ai.tool.call.arguments"]) == '{"q": broken'
+
+
+# --- tools and models that misbehave in ways Python makes awkward ---------------------------
+
+class Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("the database connection behind this object is gone")
+
+
+def nested_list(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def both_drivers(agent: Agent, task: str = "go"):
+    import asyncio
+
+    return agent.run(task), asyncio.run(asyncio.wait_for(agent.arun(task), 10))
+
+
+@pytest.mark.parametrize("value", [Unprintable(), nested_list(100_000), 10**5000], ids=["str-raises", "deep", "huge-int"])
+def test_a_tool_value_that_cannot_be_shown_is_the_tools_failure(value):
+    @tool
+    def produce() -> str:
+        """Produces something awkward."""
+        return value
+
+    for run in both_drivers(Agent(FakeModel([tool_call("produce", {}), "done"] * 2), [produce])):
+        assert run.ok
+        [result] = run.steps[0].tool_results
+        assert result.outcome.value == "error" and result.content.startswith("Error: produce failed (")
+
+
+def test_a_tool_error_that_cannot_render_its_message_is_still_an_observation():
+    class Garbled(ToolError):
+        def __str__(self) -> str:
+            raise RuntimeError("cannot render")
+
+    @tool
+    def garble() -> str:
+        """Fails awkwardly."""
+        raise Garbled()
+
+    for run in both_drivers(Agent(FakeModel([tool_call("garble", {}), "done"] * 2), [garble])):
+        [result] = run.steps[0].tool_results
+        assert run.ok and result.outcome.value == "error" and result.error_type.endswith("Garbled")
+        assert "could not be read" in result.content
+
+
+def test_stop_iteration_from_a_sync_tool_or_model_does_not_hang_arun():
+    """A Future cannot carry StopIteration: handed one, asyncio.to_thread never wakes its task."""
+    items: list[str] = []
+
+    @tool
+    def first_match() -> str:
+        """The first match."""
+        return next(iter(items))
+
+    class Exhausted:
+        def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+            return next(iter(items))
+
+    tool_run, tool_arun = both_drivers(Agent(FakeModel([tool_call("first_match", {}), "done"] * 2), [first_match]))
+    assert [r.outcome.value for r in tool_arun.steps[0].tool_results] == ["error"] == \
+        [r.outcome.value for r in tool_run.steps[0].tool_results]
+    model_run, model_arun = both_drivers(Agent(Exhausted()))
+    assert model_run.stop is model_arun.stop is Stop.MODEL_ERROR
+
+
+def test_an_integer_too_long_to_read_is_invalid_arguments_not_a_crash():
+    calls = [ToolCall("c1", "search_help", '{"q": ' + "9" * 5000 + "}"), ToolCall("c2", "search_help", {"q": 10**5000})]
+    run = Agent(Scripted([Completion(tool_calls=calls)]), [search_help]).run("go")
+    assert run.ok
+    assert [r.outcome.value for r in run.steps[0].tool_results] == ["invalid_arguments", "invalid_arguments"]
+
+
+@pytest.mark.parametrize("count", [2**64, 10**400])
+def test_a_token_count_past_any_model_is_the_models_error(count):
+    rec = Recorder()
+    run = Agent(Scripted([Completion(text="hi", usage=Usage(count, 1))]), budget=Budget(price_per_1k_input=0.01),
+                **rec.providers).run("go")
+    assert run.stop is Stop.MODEL_ERROR and "input_tokens" in str(run.error)
+    assert encoded_spans(rec)  # and the trace still encodes
+
+
+def test_a_repeated_model_chosen_name_cannot_cost_the_batch_its_encoding():
+    name = "bad\ud800\x1b]8;;http://evil\x07name"
+    rec = Recorder()
+    turn = Completion(tool_calls=[ToolCall("c", name, {})])
+    run = Agent(Scripted([turn] * 5), [search_help], budget=Budget(repeat_limit=2), **rec.providers).run("go")
+    assert run.stop is Stop.REPEATED_CALL
+    encode_spans(rec.spans()).SerializeToString()  # raises if a string cannot be encoded
+    description = rec.only_run().span.status.description
+    assert "\ud800" not in description and "\x1b" not in description and "\ufffd" in description
+
+
+def test_secret_named_values_are_blanked_in_json_results_numbers_and_nested_objects():
+    @tool
+    def db_config(name: str) -> dict:
+        """Connection settings of a database."""
+        return {"host": "db1", "password": "Tr0ub4dor&3xyz", "api_key": "k-8f2a91c4d7e6"}
+
+    @tool
+    def connect(credentials: dict, password: int = 0) -> str:
+        """Connect."""
+        return "connected"
+
+    rec = Recorder()
+    Agent(FakeModel([tool_call("db_config", {"name": "orders"}),
+                     tool_call("connect", {"credentials": {"user": "svc", "pass": "Tr0ub4dor&3xyz"},
+                                           "password": 48151623}), "done"]),
+          [db_config, connect], capture_content=True, **rec.providers).run("connect")
+    wire = encode_spans(rec.spans()).SerializeToString()
+    for secret in (b"Tr0ub4dor&3xyz", b"k-8f2a91c4d7e6", b"48151623"):
+        assert secret not in wire
+    assert b"db1" in wire  # what is not a secret stays

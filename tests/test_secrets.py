@@ -41,3 +41,19 @@ def test_the_adapters_blank_long_keys_everywhere_in_the_exception_and_leave_plac
     scrub_secrets(exc, [key, "ollama", None])
     assert str(exc) == f"Incorrect API key {MASK}; ollama says hi"
     assert exc.body == {"error": {"message": f"key {MASK}", "items": [MASK, 3]}}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_secret_access_key = ***"),
+    ("https://api.example.com/v1?Password=hunter2hunter2&page=2", "https://api.example.com/v1?Password=***&page=2"),
+    ("https://api.example.com/v1?API_KEY=abcd1234abcd1234", "https://api.example.com/v1?API_KEY=***"),
+    ("curl -H 'Authorization: Basic c3ZjOlRyMHViNGRvciYz'", "curl -H 'Authorization: Basic ***'"),
+    ("Authorization: BEARER abcdefghijklmnop", "Authorization: BEARER ***"),
+    ("your password: hunter2", "your password: ***"),
+    ("the secret: a good night's sleep", "the secret: a good night's sleep"),  # prose stays
+    ("a basic understanding", "a basic understanding"),
+])
+def test_the_default_redactor_knows_secrets_by_their_names_in_any_case(text, shown):
+    from tracedagent import Redactor
+
+    assert Redactor()(text) == shown

@@ -50,7 +50,10 @@ class ContentCapture:
     def messages(self, messages: list[Message]) -> tuple[str | None, str]:
         """``(gen_ai.system_instructions, gen_ai.input.messages)`` for a conversation."""
         system = [{"type": "text", "content": m.get("content", "")} for m in messages if m.get("role") == "system"]
-        rest = [_message(m) for m in messages if m.get("role") != "system"]
+        # A tool's result is text, but may be a JSON object with secret-named values in it.
+        rest = [_message({**m, "content": self._redacted_text(m["content"])} if m.get("role") == "tool"
+                         and isinstance(m.get("content"), str) else m)
+                for m in messages if m.get("role") != "system"]
         return (self.serialise(system) if system else None), self.serialise(rest)
 
     def output(self, completion: Completion) -> str:
@@ -66,15 +69,32 @@ class ContentCapture:
 
     def text(self, text: str) -> str:
         """A plain string (a tool's result), redacted and bounded."""
-        return self._bounded(self.redact(text))
+        return self._bounded(self._redacted_text(text))
+
+    def _redacted_text(self, text: str) -> str:
+        """``text`` redacted; a JSON object or array (what a tool returning a dict becomes)
+        also has its secret-named values blanked, as a structure would."""
+        if text[:1] in ("{", "["):
+            try:
+                parsed = json.loads(text)
+            except (ValueError, RecursionError):
+                pass
+            else:
+                cleaned = self._clean(parsed, 0)
+                if cleaned != parsed:
+                    try:
+                        return json.dumps(cleaned, ensure_ascii=False)
+                    except (ValueError, RecursionError):
+                        pass
+        return self.redact(text)
 
     # --- serialising -----------------------------------------------------------------------
 
     def serialise(self, value: Any) -> str:
         try:
             text = json.dumps(self._clean(value, 0), ensure_ascii=False, default=str)
-        except (TypeError, ValueError):  # keys JSON cannot hold (a custom model's tuples)
-            text = json.dumps(self.redact(str(value)), ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold (a custom model's tuples)
+            text = json.dumps(self.redact(_as_text(value)), ensure_ascii=False)
         return self._bounded(text)
 
     def _bounded(self, text: str) -> str:
@@ -88,11 +108,18 @@ class ContentCapture:
         if depth >= _MAX_DEPTH and isinstance(value, (Mapping, list, tuple)):
             return N.TOO_DEEP_MARK
         if isinstance(value, Mapping):
-            return {k: MASK if isinstance(k, str) and Redactor.names_a_secret(k) and isinstance(v, str)
+            return {k: MASK if isinstance(k, str) and Redactor.names_a_secret(k) and v not in (None, "")
                     else self._clean(v, depth + 1) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self._clean(v, depth + 1) for v in value]
         return value
+
+
+def _as_text(value: Any) -> str:
+    try:
+        return str(value)
+    except (Exception, RecursionError):  # an int too long to print, a __str__ that raises
+        return f"<{type(value).__name__} that cannot be shown>"
 
 
 def is_truncated(text: str) -> bool:

@@ -15,7 +15,7 @@ import time
 from typing import Any, Awaitable, Sequence, TypeVar
 
 from ._records import (Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, cancel_requests,
-                       check_completion)
+                       check_completion, in_thread)
 from ._spans import ChatScope, DeadlineExceeded, ToolScope, failure_kind
 from ._team import SubAgentTool
 from ._telemetry import AgentTelemetry
@@ -104,7 +104,7 @@ class InstrumentedModel:
                 work = self._acomplete(messages, **options)
             else:
                 options = self._options(tools, max_output_tokens, temperature, timeout, self._sync_takes_timeout)
-                work = asyncio.to_thread(self.wrapped.complete, messages, **options)
+                work = in_thread(self.wrapped.complete, messages, **options)
             completion = check_completion(await _before(deadline, work))
         except BaseException as exc:
             scope.fail(failure_kind(exc))

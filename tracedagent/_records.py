@@ -6,11 +6,12 @@ import asyncio
 import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
 __all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message", "error_type",
-           "being_cancelled",
-           "cancel_requests", "check_completion"]
+           "message_of", "being_cancelled", "cancel_requests", "in_thread", "check_completion", "MAX_TOKEN_COUNT"]
+
+T = TypeVar("T")
 
 Message = dict[str, Any]
 """One conversation turn in the loop's provider-neutral shape.
@@ -24,7 +25,34 @@ may add ``"tool_calls": [{"id", "name", "arguments"}]`` and ``"provider_data"``,
 def error_type(exc: BaseException) -> str:
     """The ``error.type`` of an exception everywhere tracedagent records one: its class name
     (never its message, which can echo request content or credentials)."""
-    return type(exc).__qualname__
+    try:
+        name = type(exc).__qualname__
+    except Exception:  # a metaclass that will not say: the run goes on regardless
+        return "Exception"
+    return name if isinstance(name, str) else "Exception"
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or a placeholder when the exception cannot render itself (a ``__str__``
+    that raises or recurses): a failing tool's message must not fail the run."""
+    try:
+        return str(exc)
+    except (Exception, RecursionError):
+        return f"({error_type(exc)} whose message could not be read)"
+
+
+async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``asyncio.to_thread``, except that a ``StopIteration`` ``fn`` raises comes back as a
+    ``RuntimeError`` - as Python turns one raised in a coroutine (PEP 479) - because a Future
+    cannot carry it: the task awaiting it would never wake."""
+    return await asyncio.to_thread(_stop_iteration_as_runtime_error, fn, *args, **kwargs)
+
+
+def _stop_iteration_as_runtime_error(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    try:
+        return fn(*args, **kwargs)
+    except StopIteration as exc:
+        raise RuntimeError(f"{error_type(exc)} raised in a worker thread") from exc
 
 
 def being_cancelled() -> bool:
@@ -190,9 +218,11 @@ def check_completion(completion: Any) -> Completion:
     if not isinstance(usage, Usage):
         raise TypeError(f"the model's Completion has usage={type(usage).__name__}, not a Usage")
     counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens)
-    if set(map(type, counts)) != {int} or min(counts) < 0:  # bool is not a count either
-        name, value = next((f.name, v) for f, v in zip(dataclasses.fields(Usage), counts) if type(v) is not int or v < 0)
-        raise TypeError(f"the model's Usage has {name}={value!r:.40}, not a non-negative int")
+    if set(map(type, counts)) != {int} or min(counts) < 0 or max(counts) > MAX_TOKEN_COUNT:  # nor is a bool
+        name, value = next((f.name, v) for f, v in zip(dataclasses.fields(Usage), counts)
+                           if type(v) is not int or not 0 <= v <= MAX_TOKEN_COUNT)
+        raise TypeError(f"the model's Usage has {name}={_preview(value, 40)}, not a token count (an int from 0 "
+                        f"to {MAX_TOKEN_COUNT:,})")
     if type(completion.text) is not str:
         raise TypeError(f"the model's Completion has text of type {type(completion.text).__name__}, not str")
     for name in ("model", "finish_reason", "response_id"):
@@ -212,8 +242,14 @@ def check_completion(completion: Any) -> Completion:
     return completion
 
 
-def _preview(value: Any) -> str:
+MAX_TOKEN_COUNT = 2**40
+"""The most tokens one count of a model call may report: a million times any model's context,
+so a larger count is garbage - and a sum of such counts would not fit the int64 that OTLP
+carries, nor a float a cost is computed in."""
+
+
+def _preview(value: Any, width: int = 80) -> str:
     try:
-        return f"{value!r:.80}"
-    except Exception:  # a repr that recurses forever or raises
+        return repr(value)[:width]
+    except Exception:  # a repr that recurses forever or raises, an int too long to print
         return f"<{type(value).__name__}>"

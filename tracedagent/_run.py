@@ -172,7 +172,7 @@ def canonical_arguments(arguments: Any) -> str:
     except (TypeError, ValueError, RecursionError):  # unsortable keys (a custom model's tuples), a cycle
         try:
             return repr(arguments)
-        except RecursionError:  # nested past the interpreter's limit: never counted as a repeat
+        except (RecursionError, ValueError):  # too deep, or an int too long to print: never a repeat
             return f"<arguments at {id(arguments):#x}>"
 
 

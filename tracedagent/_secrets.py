@@ -35,6 +35,8 @@ def redact(text: str, secrets: Iterable[str | None], *, min_length: int = MIN_SE
     return text
 
 
+_SECRET_NAMES = ("api_key", "apikey", "api-key", "access_token", "password", "passwd", "pwd", "client_secret",
+                 "aws_secret_access_key")
 _KEYISH = re.compile(r"(?i)(api[_-]?key|secret|passw(or)?d|token|authorization|credential)")
 DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bsk-[A-Za-z0-9_\-]{16,}",                      # OpenAI, Anthropic (sk-ant-...) keys
@@ -42,20 +44,26 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bgh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
     r"\bxox[baprs]-[A-Za-z0-9-]{10,}",                # Slack tokens
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
-    r"(?<=[Bb]earer )[A-Za-z0-9._~+/=-]{8,}",          # the token of "Bearer <token>"
+    r"(?i:(?<=bearer )|(?<=authorization: basic ))[A-Za-z0-9._~+/=-]{8,}",  # "Bearer <token>", Basic credentials
     r"(?<=://)[^/\s:@\"']+:[^@\s/\"']+(?=@)",          # user:password in a URL
-    r"(?<=api_key=)[^&\s\"']+|(?<=apikey=)[^&\s\"']+|(?<=token=)[^&\s\"']+|(?<=password=)[^&\s\"']+",
+    # a value given by a name that says it is a secret: query strings, env files, config lines
+    # (not "token: " or "secret: ", which prose says too)
+    r"(?i:" + "|".join([f"(?<={name}{sep})" for name in _SECRET_NAMES + ("token", "secret") for sep in ("=", " = ")]
+                       + [f"(?<={name}: )" for name in _SECRET_NAMES]) + r")[^&\s\"',;]+",
 )
 """Credential shapes the default ``Redactor`` blanks: provider API keys, cloud and chat
-tokens, JWTs, bearer tokens, passwords in URLs and in query strings."""
+tokens, JWTs, bearer tokens and Basic credentials, passwords in URLs, and values given by a
+secret's name (``password=...``, ``API_KEY=...``, ``aws_secret_access_key = ...``)."""
 
 
 class Redactor:
     """Blanks credential-shaped text before captured content reaches a span.
 
     Callable on a string. ``Redactor()`` knows ``DEFAULT_PATTERNS``; ``extend(*patterns)``
-    returns one that also blanks yours (regular expressions). A mapping's value whose key
-    names a secret (``api_key``, ``password``, ``token``...) is blanked whatever it looks like.
+    returns one that also blanks yours (regular expressions). In captured structures - tool
+    arguments, and tool results that are JSON - a value whose key names a secret (``api_key``,
+    ``password``, ``token``, ``credentials``...) is blanked whatever it is: a string, a number,
+    a nested object.
     """
 
     def __init__(self, patterns: Iterable[str] = DEFAULT_PATTERNS) -> None:

@@ -19,7 +19,7 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 
 from . import _names as N
 from ._budget import Budget, Stop
-from ._content import ContentCapture, truncate
+from ._content import ContentCapture
 from ._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
 from ._run import Run, Step
 from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
@@ -90,7 +90,8 @@ class _Scope:
             return
         with guard(self.doing):
             self.span.set_attribute(N.ERROR_TYPE, bounded(kind))
-            self.span.set_status(Status(StatusCode.ERROR, description and truncate(description, N.MAX_DESCRIPTION_LENGTH)))
+            # The description may quote what a model chose (a repeated call's tool name).
+            self.span.set_status(Status(StatusCode.ERROR, description and bounded(description, N.MAX_DESCRIPTION_LENGTH)))
         self._close()
 
     def _close(self) -> None:

@@ -77,13 +77,14 @@ _SURROGATES_AND_CONTROLS = {**dict.fromkeys(range(0xD800, 0xE000), "\ufffd"),
                             **dict.fromkeys([*range(0x20), *range(0x7F, 0xA0)], "\ufffd")}
 
 
-def bounded(text: Any) -> str:
-    """A model- or provider-chosen identifier, bounded and encodable so that it can neither
-    bloat a span nor cost the span the attribute that holds it (see ``encodable``)."""
-    if type(text) is str and len(text) <= N.MAX_NAME_LENGTH and text.isprintable():
+def bounded(text: Any, limit: int = N.MAX_NAME_LENGTH) -> str:
+    """A model- or provider-chosen identifier (or text that quotes one), bounded and encodable
+    so that it can neither bloat a span nor cost the span the attribute that holds it (see
+    ``encodable``)."""
+    if type(text) is str and len(text) <= limit and text.isprintable():
         return text  # the common case, checked in C
     # Control characters go too: a name is shown on a terminal, where they are escapes.
-    return truncate(str(text), N.MAX_NAME_LENGTH).translate(_SURROGATES_AND_CONTROLS)
+    return truncate(str(text), limit).translate(_SURROGATES_AND_CONTROLS)
 
 
 def _fits(names: list[str]) -> bool:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Protocol, overload
 
-from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
+from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type, in_thread, message_of
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError", "Cut", "until"]
@@ -145,9 +145,10 @@ class Registry:
                 value = asyncio.run(_within(t.timeout, t.fn(**arguments)))
             else:
                 value = t.fn(**arguments)
+            text = to_text(value)  # a value that cannot be shown is the tool's failure too
         except (Exception, asyncio.CancelledError) as exc:  # nothing but the tool cancels its private loop
             return _failure(call, t, exc)
-        return _result(call, ToolOutcome.OK, to_text(value))
+        return _result(call, ToolOutcome.OK, text)
 
     async def adispatch(self, call: ToolCall) -> ToolResult:
         """``dispatch`` for ``arun``: an async tool is awaited, a plain function runs in a worker
@@ -160,14 +161,15 @@ class Registry:
             if t.is_async:
                 value = await _within(t.timeout, t.fn(**arguments))
             else:
-                value = await _within(t.timeout, asyncio.to_thread(t.fn, **arguments))
+                value = await _within(t.timeout, in_thread(t.fn, **arguments))
+            text = to_text(value)
         except Exception as exc:
             return _failure(call, t, exc)
         except asyncio.CancelledError as exc:
             if being_cancelled():
                 raise
             return _failure(call, t, exc)  # the tool's own (it awaited something cancelled): a failed call
-        return _result(call, ToolOutcome.OK, to_text(value))
+        return _result(call, ToolOutcome.OK, text)
 
     def _check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
         """The policy, the tool's name and the arguments: a result saying why the call cannot
@@ -208,9 +210,9 @@ async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
 def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
     """What a tool's exception means for the run and what the model is shown of it."""
     if isinstance(exc, FatalToolError):
-        return _result(call, ToolOutcome.FATAL, f"Fatal error: {exc}", error_type(exc))
+        return _result(call, ToolOutcome.FATAL, f"Fatal error: {message_of(exc)}", error_type(exc))
     if isinstance(exc, ToolError):  # written for the model to read
-        return _result(call, ToolOutcome.ERROR, f"Error: {exc}", error_type(exc))
+        return _result(call, ToolOutcome.ERROR, f"Error: {message_of(exc)}", error_type(exc))
     if isinstance(exc, Cut):  # its own timeout: error.type is the outcome
         return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s")
     # A tool bug is an observation, not a crash of the run. Only the class goes to the
@@ -254,7 +256,7 @@ def to_text(value: Any) -> str:
         return value
     try:
         return _TEXT_JSON.encode(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # what str() cannot show either, it raises
         return str(value)
 
 
@@ -268,6 +270,8 @@ def _parse_arguments(raw: dict[str, Any] | str, check: Validator) -> tuple[dict[
             arguments = json.loads(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
             return {}, f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        except ValueError:  # valid JSON that Python will not read: an integer of thousands of digits
+            return {}, "arguments hold a number too long to read"
         except RecursionError:
             return {}, "arguments are nested too deeply to decode"
     if not isinstance(arguments, dict):

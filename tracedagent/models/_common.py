@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 from urllib.parse import urlsplit
 
-from .._records import Completion, Message
+from .._records import Completion, Message, in_thread
 from .._secrets import redact
 
 __all__ = ["SdkModel", "MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
@@ -92,7 +92,7 @@ class SdkModel:
         async one, and runs ``complete`` in a worker thread instead."""
         client = self._async_client_here()
         if client is None:
-            return await asyncio.to_thread(self.complete, messages, tools, max_output_tokens, temperature, timeout)
+            return await in_thread(self.complete, messages, tools, max_output_tokens, temperature, timeout)
         request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
         with self._scrubbed(client):
             response = await self._create(client)(**request)
@@ -171,7 +171,7 @@ def decode_arguments(raw: Any) -> dict[str, Any] | str:
     text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
     try:
         parsed = json.loads(text) if text.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # the registry will say what is wrong with them
         return text
     return parsed if isinstance(parsed, dict) else text
 
