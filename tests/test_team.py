@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tracedagent import Agent, Budget, FatalToolError, Stop, ToolCall, Completion, tool
+from tracedagent import Agent, Budget, Completion, FatalToolError, Stop, ToolCall, Usage, tool
 from tracedagent.testing import FakeModel, Recorder, assert_never_executed, assert_span_tree, tool_call
 
 
@@ -132,6 +132,45 @@ def test_a_child_cannot_spend_past_what_its_parent_has_left(rec, driver):
     assert run.stop is Stop.TOKEN_BUDGET  # the team's total passed the top budget, counted once
     assert run.total_tokens == sum(s.attributes["gen_ai.usage.input_tokens"] + s.attributes["gen_ai.usage.output_tokens"]
                                    for s in rec.spans() if s.attributes.get("gen_ai.operation.name") == "chat")
+
+
+STEP_TOKENS = 200
+
+
+def greedy_worker(rec: Recorder, name: str) -> Agent:
+    """A sub-agent that would search for ten steps, each model call 200 tokens."""
+    turns = [Completion(tool_calls=[ToolCall(f"{name}{i}", "search", {"q": f"{name} {i}"})], usage=Usage(190, 10))
+             for i in range(10)]
+    return Agent(FakeModel(turns, latency=0.01), [search], name=name, budget=Budget(max_steps=10), **rec.providers)
+
+
+def test_sub_agents_side_by_side_are_held_to_the_teams_budget_as_they_spend(rec):
+    """Each parallel sub-agent starts with all the team had left; each sees the others' spend
+    as it happens, so together they stop soon after the team's budget, not three budgets on."""
+    workers = [greedy_worker(rec, name) for name in ("a", "b", "c")]
+    lead = Agent(FakeModel([both(*(ToolCall(w.name, w.name, {"task": "dig"}) for w in workers)), "done"]),
+                 [w.as_tool(description="Digs.") for w in workers], name="lead", budget=Budget(max_tokens=1000),
+                 **rec.providers)
+    run = asyncio.run(lead.arun("dig"))
+
+    assert run.stop is Stop.TOKEN_BUDGET
+    assert [r.stop for r in run.sub_runs] == [Stop.TOKEN_BUDGET] * 3
+    assert any("its team used" in r.output for r in run.sub_runs)
+    lead_turn = run.steps[0].completion.usage.total_tokens
+    assert run.total_tokens <= 1000 + lead_turn + 3 * STEP_TOKENS  # at most one step past it each
+    assert run.total_tokens == run.own_input_tokens + run.own_output_tokens + sum(r.total_tokens for r in run.sub_runs)
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_a_sub_agent_without_prices_is_priced_at_its_parents(rec, driver):
+    worker = Agent(FakeModel([Completion(text="done", usage=Usage(1000, 0))]), name="worker", **rec.providers)
+    boss = Agent(FakeModel([tool_call("worker", {"task": "go"}), "ok"]), [worker.as_tool(description="Works.")],
+                 name="boss", budget=Budget(price_per_1k_input=0.01, max_cost=1.0), **rec.providers)
+    run = drive(boss, driver)
+
+    assert run.sub_runs[0].cost == pytest.approx(0.01)
+    assert run.cost == pytest.approx(run.own_cost + 0.01)
+    assert rec.runs(agent_name="worker")[0].span.attributes["tracedagent.cost_usd"] == pytest.approx(0.01)
 
 
 @pytest.mark.parametrize("driver", ["run", "arun"])

@@ -84,6 +84,11 @@ class Budget:
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
 
+    @property
+    def priced(self) -> bool:
+        """Whether the budget has prices: without them a run's cost is unknown, not zero."""
+        return bool(self.price_per_1k_input or self.price_per_1k_output)
+
     def cost_of(self, input_tokens: int, output_tokens: int) -> float:
         """USD for that many tokens at this budget's prices."""
         return (input_tokens * self.price_per_1k_input

@@ -137,7 +137,7 @@ class Agent:
         messages = initial_messages(self.system_prompt, history, task)
         traced = RunScope(self._telemetry, budget, messages, conversation_id, asynchronous=asynchronous,
                           parallel_tool_calls=self.parallel_tool_calls, max_tool_concurrency=self.max_tool_concurrency)
-        state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id)
+        state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id, parent=parent)
         return traced, state, parent
 
     @staticmethod

@@ -185,11 +185,13 @@ class RunState:
     """Everything one run accumulates, and the decisions made on it."""
 
     def __init__(self, budget: Budget, messages: list[Message], *, trace_id: str | None = None,
-                 conversation_id: str | None = None) -> None:
+                 conversation_id: str | None = None, parent: RunState | None = None) -> None:
         self.budget = budget
         self.messages = messages
         self.trace_id = trace_id
         self.conversation_id = conversation_id
+        self.parent = parent
+        """The run that started this one from a tool (a team's sub-agent), if any."""
         self.deadline = None if budget.max_seconds is None else time.monotonic() + budget.max_seconds
         """``time.monotonic()`` at which the time budget runs out, if there is one."""
         self.steps: list[Step] = []
@@ -209,30 +211,44 @@ class RunState:
         self.messages.append(completion.as_message())
         self.input_tokens += completion.usage.input_tokens
         self.output_tokens += completion.usage.output_tokens
-        self.cost += self.budget.cost_of(completion.usage.input_tokens, completion.usage.output_tokens)
+        cost = self.budget.cost_of(completion.usage.input_tokens, completion.usage.output_tokens)
+        self.cost += cost
+        if self.parent is not None:
+            self.parent.charge(completion.usage.input_tokens, completion.usage.output_tokens, cost)
         return step
+
+    def charge(self, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """Count a sub-agent's model call in this run's totals, and its parent's, as it happens:
+        sub-agents running side by side each see what the others spent (a team's ceiling holds)."""
+        with self._sub_runs_lock:  # sub-agents may run in worker threads
+            self.input_tokens += input_tokens
+            self.output_tokens += output_tokens
+            self.cost += cost
+        if self.parent is not None:
+            self.parent.charge(input_tokens, output_tokens, cost)
 
     def child_budget(self, budget: Budget) -> Budget:
         """The budget of a sub-agent's run: its own ceilings, lowered to what this run has left
-        of its tokens, cost and time, so that a team cannot overspend the budget at its top."""
-        b, lowered = self.budget, {}
+        of its tokens, cost and time. Without prices of its own it takes this run's: a spend
+        it cannot price would pass the team's cost ceiling as free. (Sub-agents side by side
+        are also held to the team's ceilings as they spend: ``over_budget``.)"""
+        b, changes = self.budget, {}
         if b.max_tokens is not None:
             left = max(0, b.max_tokens - self.input_tokens - self.output_tokens)
-            lowered["max_tokens"] = left if budget.max_tokens is None else min(budget.max_tokens, left)
+            changes["max_tokens"] = left if budget.max_tokens is None else min(budget.max_tokens, left)
         if b.max_cost is not None:
             left_usd = max(0.0, b.max_cost - self.cost)
-            lowered["max_cost"] = left_usd if budget.max_cost is None else min(budget.max_cost, left_usd)
+            changes["max_cost"] = left_usd if budget.max_cost is None else min(budget.max_cost, left_usd)
         if (left_s := self.seconds_left()) is not None:
-            lowered["max_seconds"] = left_s if budget.max_seconds is None else min(budget.max_seconds, left_s)
-        return dataclasses.replace(budget, **lowered) if lowered else budget
+            changes["max_seconds"] = left_s if budget.max_seconds is None else min(budget.max_seconds, left_s)
+        if b.priced and not budget.priced:
+            changes.update(price_per_1k_input=b.price_per_1k_input, price_per_1k_output=b.price_per_1k_output)
+        return dataclasses.replace(budget, **changes) if changes else budget
 
     def absorb(self, sub_run: Run) -> None:
-        """Count a finished sub-agent's run in this run's totals (its tools may run in threads)."""
-        with self._sub_runs_lock:
+        """Keep a finished sub-agent's run (its spend was counted as it happened: ``charge``)."""
+        with self._sub_runs_lock:  # sub-agents may run in worker threads
             self.sub_runs.append(sub_run)
-            self.input_tokens += sub_run.input_tokens
-            self.output_tokens += sub_run.output_tokens
-            self.cost += sub_run.cost
 
     def seconds_left(self) -> float | None:
         """What is left of the time budget (never negative), or ``None`` without one."""
@@ -291,11 +307,28 @@ class RunState:
             return self.finish(Stop.TOKEN_BUDGET)
         if b.max_cost is not None and self.cost > b.max_cost:
             return self.finish(Stop.COST_BUDGET)
+        if self.parent is not None and (stopped := self._team_over_budget()):
+            return stopped
         if b.no_progress_limit is not None:
             progressed = bool(self.steps and self.steps[-1].succeeded_names)
             self._steps_without_progress = 0 if progressed else self._steps_without_progress + 1
             if self._steps_without_progress >= b.no_progress_limit:
                 return self.finish(Stop.NO_PROGRESS)
+        return None
+
+    def _team_over_budget(self) -> Run | None:
+        """A sub-agent's runs above it count every sibling's spend as it happens: when one of
+        them is over its ceiling, the team is, and this run stops too."""
+        run = self.parent
+        while run is not None:
+            b = run.budget
+            if b.max_tokens is not None and run.input_tokens + run.output_tokens > b.max_tokens:
+                return self.finish(Stop.TOKEN_BUDGET, detail=f"its team used {run.input_tokens + run.output_tokens} "
+                                                             f"tokens, over the team's {b.max_tokens}-token budget")
+            if b.max_cost is not None and run.cost > b.max_cost:
+                return self.finish(Stop.COST_BUDGET, detail=f"its team spent ${run.cost:.4f}, over the team's "
+                                                            f"${b.max_cost:.4f} cost budget")
+            run = run.parent
         return None
 
     def finish(self, stop: Stop, *, error: BaseException | None = None, detail: Any = None,
@@ -318,6 +351,8 @@ class RunState:
             return f"Stopped: repeated the same {name} call {times} times without progress."
         if stop is Stop.TOOL_FATAL:
             return "Stopped: the run hit an unrecoverable tool error."
+        if stop in (Stop.TOKEN_BUDGET, Stop.COST_BUDGET) and detail is not None:  # the team's ceiling
+            return f"Stopped: {detail}."
         if stop is Stop.TOKEN_BUDGET:
             return (f"Stopped: used {self.input_tokens + self.output_tokens} tokens, "
                     f"over the {b.max_tokens}-token budget.")

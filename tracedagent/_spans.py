@@ -139,7 +139,7 @@ class RunScope(_Scope):
         self._t = telemetry
         self._step: StepScope | None = None
         self._lists: ToolLists = ([], [], [], [])
-        self._priced = bool(budget.price_per_1k_input or budget.price_per_1k_output)
+        self._priced = budget.priced
         """Without prices a cost is unknown, not zero: it is left off the span and the metric."""
 
     @property
