@@ -197,7 +197,7 @@ class RunState:
         self.steps: list[Step] = []
         self.sub_runs: list[Run] = []
         self.tool_calls = 0
-        self._sub_runs_lock = threading.Lock()
+        self._lock = threading.Lock()
         self.input_tokens = 0
         self.output_tokens = 0
         self.cost = 0.0
@@ -220,7 +220,7 @@ class RunState:
     def charge(self, input_tokens: int, output_tokens: int, cost: float) -> None:
         """Count a sub-agent's model call in this run's totals, and its parent's, as it happens:
         sub-agents running side by side each see what the others spent (a team's ceiling holds)."""
-        with self._sub_runs_lock:  # sub-agents may run in worker threads
+        with self._lock:  # sub-agents may run in worker threads
             self.input_tokens += input_tokens
             self.output_tokens += output_tokens
             self.cost += cost
@@ -247,7 +247,7 @@ class RunState:
 
     def absorb(self, sub_run: Run) -> None:
         """Keep a finished sub-agent's run (its spend was counted as it happened: ``charge``)."""
-        with self._sub_runs_lock:  # sub-agents may run in worker threads
+        with self._lock:  # sub-agents may run in worker threads
             self.sub_runs.append(sub_run)
 
     def seconds_left(self) -> float | None:
