@@ -9,6 +9,8 @@ No test here times anything: ``benchmarks/exit_time.py`` measures exit times.
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import json
 import logging
 import os
@@ -17,8 +19,10 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as PlainHttpSpanExporter
@@ -436,15 +440,130 @@ def test_headers_never_appear_in_logs_or_repr(monkeypatch: pytest.MonkeyPatch,
     assert SECRET not in repr(telemetry)
 
 
-def test_credentials_of_an_endpoint_written_without_scheme_are_not_shown() -> None:
-    """``user:key@host:4317`` is a gRPC endpoint with credentials (``http://`` implied), not a
-    URL whose scheme is ``user``."""
+def test_a_grpc_endpoint_with_credentials_exports_without_them_and_says_so(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A gRPC call has no place for ``user:password@``: the SDK would dial it as part of the host
+    name and export nothing. It is left out, with one warning that never quotes it."""
+    with GrpcReceiver() as receiver:
+        endpoint = receiver.endpoint.replace("http://", f"http://user:{SECRET}@")
+        telemetry = configure(endpoint=endpoint, set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown()
+    assert sorted(s.name for s in receiver.spans()) == expected_span_names()
+    assert telemetry.endpoint == receiver.endpoint
+    ours = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    assert len(ours) == 1 and "user:password@" in ours[0] and "headers" in ours[0], ours
+    assert SECRET not in repr(telemetry) + "".join(ours)
+
+
+@pytest.mark.parametrize("endpoint, variables, tls", [
+    ("127.0.0.1:{port}", {}, True),                                              # no scheme: TLS, as the spec says
+    ("127.0.0.1:{port}", {"OTEL_EXPORTER_OTLP_INSECURE": "true"}, False),
+    ("127.0.0.1:{port}", {"OTEL_EXPORTER_OTLP_TRACES_INSECURE": "TRUE", "OTEL_EXPORTER_OTLP_INSECURE": "false"}, False),
+    ("http://127.0.0.1:{port}", {"OTEL_EXPORTER_OTLP_INSECURE": "false"}, False),  # a scheme wins over the variable
+])
+def test_a_grpc_endpoint_is_shown_and_dialled_with_tls_or_without_as_the_specification_says(
+        endpoint: str, variables: dict[str, str], tls: bool, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK dials an endpoint without a scheme with TLS unless INSECURE is true, and (unlike the
+    specification) applies INSECURE=false to ``http://`` too: tracedagent decides as the
+    specification does, tells the exporter, and shows the scheme that is used."""
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with GrpcReceiver() as receiver:  # plaintext
+        port = receiver.endpoint.rsplit(":", 1)[1]
+        telemetry = configure(endpoint=endpoint.format(port=port), metrics=False, export_timeout=1, set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        telemetry.force_flush()
+        telemetry.shutdown(timeout=1)
+    assert telemetry.endpoint == f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    if tls:
+        assert receiver.spans() == []
+        (warning,) = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+        assert "failed its TLS handshake" in warning and "OTEL_EXPORTER_OTLP_INSECURE=true" in warning
+    else:
+        assert sorted(s.name for s in receiver.spans()) == expected_span_names()
+
+
+@pytest.mark.parametrize("variable, value, export_timeout, warned", [
+    ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "abc", None, True),
+    ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "abc", 1.0, False),     # the argument wins: the variable is not used
+    ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "", None, False),       # empty means unset
+    ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "5s", None, True),
+    ("OTEL_EXPORTER_OTLP_TIMEOUT", "-1", None, True),
+    ("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli", None, True),
+    ("OTEL_EXPORTER_OTLP_COMPRESSION", "none", None, False),      # the specification's; the SDK's gRPC exporter raises
+    ("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "", None, False),
+])
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_an_unusable_timeout_or_compression_variable_is_one_warning_not_an_exception(
+        protocol: str, variable: str, value: str, export_timeout: float | None, warned: bool,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The gRPC exporters call ``float()`` on the timeout variables even when given a timeout, and
+    raise on a compression they do not know: configure() must not fail the application."""
+    monkeypatch.setenv(variable, value)
+    with RECEIVERS[protocol]() as receiver:
+        telemetry = configure(protocol=protocol, endpoint=receiver.endpoint, export_timeout=export_timeout,
+                              set_global=False)
+        make_agent(**telemetry.providers).run("add 2 and 3")
+        assert telemetry.shutdown()
+    assert sorted(s.name for s in receiver.spans()) == expected_span_names()
+    assert os.environ[variable] == value, "the variable is as it was"
+    ours = [r.getMessage() for r in caplog.records if r.name == "tracedagent"]
+    if warned:  # once, though both signals read it
+        assert len(ours) == 1 and ours[0].startswith(f"tracedagent: {variable}={value!r} is not "), ours
+    else:
+        assert ours == []
+
+
+@contextlib.contextmanager
+def refusing_batches(reason: str) -> Iterator[str]:
+    """An OTLP/HTTP endpoint that takes an empty export (what the warning's probe sends) and
+    answers any other with HTTP 400 and ``reason`` as the status line's reason, which the SDK
+    quotes in its error; its URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the stdlib's naming
+            empty = not self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.send_response(200, "OK") if empty else self.send_response(400, reason)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_secret_cut_by_the_quote_limit_is_still_blanked(caplog: pytest.LogCaptureFixture) -> None:
+    """The SDK's error text is quoted to 300 characters; blanked only after the cut, the part of a
+    secret before it would no longer match, and be shown."""
+    password = "Pw0rd-of-forty-characters-1234567890abcd"
+    with refusing_batches(password * 10) as url:  # one occurrence straddles the cut wherever it is
+        endpoint = url.replace("http://", f"http://alice:{password}@")
+        (warning,) = warnings_of_one_run(caplog, protocol=N.PROTOCOL_HTTP, endpoint=endpoint, metrics=False)
+    assert "failed (Failed to export" in warning and "***" in warning, warning
+    assert password[:6] not in warning, warning
+
+
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"])
+def test_a_credential_in_the_endpoints_query_is_not_shown(variable: str, monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
     port = closed_port()
-    telemetry = configure(endpoint=f"user:{SECRET}@127.0.0.1:{port}", protocol="grpc", metrics=False,
-                          export_timeout=0.5, set_global=False)
+    url = f"http://127.0.0.1:{port}/v1/traces" if variable.endswith("TRACES_ENDPOINT") else f"http://127.0.0.1:{port}"
+    monkeypatch.setenv(variable, f"{url}?api_key={SECRET}&region=eu")
+    telemetry = configure(protocol=N.PROTOCOL_HTTP, metrics=False, export_timeout=0.5, set_global=False)
+    make_agent(**telemetry.providers).run("add 2 and 3")
     telemetry.shutdown(timeout=0.5)
-    assert telemetry.endpoint == f"http://127.0.0.1:{port}"
-    assert SECRET not in repr(telemetry)
+    assert SECRET not in repr(telemetry) + telemetry.endpoint
+    assert "api_key=***&region=eu" in telemetry.endpoint
+    assert all(SECRET not in r.getMessage() for r in caplog.records)
 
 
 # --- the global path: one subprocess each -------------------------------------------------------
@@ -497,6 +616,35 @@ def test_global_configure_is_idempotent_and_flushes_at_exit(protocol: str) -> No
     assert len({s.span_id for s in spans}) == len(spans), "a second configure() added a second exporter"
     assert sorted(s.name for s in spans) == expected_span_names()
     assert N.METRIC_RUNS in receiver.metric_names()
+
+
+def test_every_pipeline_of_a_process_shares_one_exit_bound() -> None:
+    """Four ``set_global=False`` pipelines and a hung collector: each flushing at exit within a
+    bound of its own, one after another, the exit would wait four bounds. The deadline each
+    shutdown is given must fall within one bound of the first starting (no wall-clock timing)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)  # accepts connections, never answers
+        result = run_script(f"""
+            import os, time
+            from tracedagent import _configure
+            shutdown = _configure.Telemetry.shutdown
+
+            def recorded(self, timeout=2.0):
+                os.write(1, f"{{time.monotonic()}} {{timeout}}\\n".encode())  # one write: they run at once
+                return shutdown(self, timeout)
+
+            _configure.Telemetry.shutdown = recorded
+            for _ in range(4):
+                telemetry = configure(endpoint="http://127.0.0.1:{listener.getsockname()[1]}", set_global=False)
+                make_agent(**telemetry.providers).run("add 2 and 3")
+            # no shutdown: the atexit hook flushes, bounded
+        """)
+    assert result.returncode == 0, result.stderr
+    calls = [tuple(map(float, line.split())) for line in result.stdout.splitlines()]
+    assert len(calls) == 4, result.stdout
+    first = min(started for started, _ in calls)
+    assert max(started + timeout for started, timeout in calls) - first <= N.EXIT_FLUSH_TIMEOUT + 0.05, calls
 
 
 def test_configure_after_a_shutdown_warns_once_that_the_global_pipeline_is_stopped() -> None:
@@ -571,7 +719,9 @@ def imported_modules(module: str) -> set[str]:
 def test_endpoint_resolution_needs_no_sdk_and_url_users_do_not_import_it() -> None:
     """``_endpoints`` reads URLs and variables with the standard library; the modules that only
     need a URL helper get it there, not from the module that builds the SDK pipeline."""
-    allowed = {"tracedagent._names", "opentelemetry.util.re"}  # the API's header parser, not the SDK
+    allowed = {"tracedagent._names", "opentelemetry.util.re",  # the API's header parser, not the SDK
+               "tracedagent._secrets"}  # which names mark a credential; itself standard library only
+    assert imported_modules("_secrets") <= set(sys.stdlib_module_names) | {"__future__"}
     outside = {m for m in imported_modules("_endpoints")
                if m.split(".")[0] not in sys.stdlib_module_names and m not in allowed}
     assert outside == set()

@@ -324,3 +324,45 @@ def test_doctor_skips_the_receiver_of_a_signal_that_is_off(monkeypatch):
     assert otlp_rows() == [("collector OTLP gRPC (metrics)", "http://collector.internal:4317")]
     monkeypatch.setenv(N.ENV_METRICS_EXPORTER, "none")
     assert otlp_rows() == []
+
+
+def test_a_credential_in_a_query_is_not_shown(monkeypatch):
+    secret = "QUERYSECRET12345"
+    for name in OTLP_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(N.ENV_OTLP_TRACES_ENDPOINT, f"http://collector.example:4318/v1/traces?api_key={secret}&x=1")
+    checks = _doctor.plan(otlp=None, protocol=N.PROTOCOL_HTTP, collector_health="http://h",
+                          jaeger="http://j", prometheus="http://p", alertmanager="http://a")
+    shown = [check.shown_url for check in checks]
+    assert "http://collector.example:4318/v1/traces?api_key=***&x=1" in shown
+    assert all(secret not in url for url in shown), shown
+    assert all(secret in check.secrets for check in checks if secret in check.url), "blanked from what they report"
+
+
+def test_a_secret_is_blanked_before_an_answer_is_cut_to_length():
+    """A probe quotes at most 200 characters of an error; cut first, a secret straddling the cut
+    would not be recognised by the doctor's redaction, and its first part shown."""
+    from tracedagent._probe import http_failure
+
+    secret = "hunter2-hunter2-hunter2-hunter2-hunter2"
+    check = _doctor.Check(name="x", url=f"http://user:{secret}@127.0.0.1:1/", service="jaeger",
+                          secrets=frozenset({secret}),
+                          probe=lambda timeout: _doctor._outcome(http_failure(
+                              RuntimeError("x" * 180 + secret), timeout, frozenset({secret}))))
+    (outcome,) = _doctor.run([check], timeout=1)
+    assert secret[:6] not in outcome.detail and outcome.detail.endswith("***"), outcome.detail
+
+
+@pytest.mark.parametrize("insecure, reachable", [(None, False), ("true", True)])
+def test_a_grpc_endpoint_without_scheme_is_checked_with_tls_unless_insecure(stub, insecure, reachable):
+    """The SDK exporter dials ``host:4317`` with TLS unless OTEL_EXPORTER_OTLP_INSECURE is true: a
+    plaintext receiver does not take those exports, and the doctor must not call it reachable."""
+    with GrpcReceiver() as receiver:
+        address = receiver.endpoint.removeprefix("http://")
+        result = doctor(*everything_at(stub.url, otlp=address), "--protocol", N.PROTOCOL_GRPC,
+                        env={"OTEL_EXPORTER_OTLP_INSECURE": insecure} if insecure else {})
+    url, status, _ = row(result.stdout, "collector OTLP gRPC")
+    assert (url, status) == (f"{'http' if reachable else 'https'}://{address}",
+                             "reachable" if reachable else "unreachable"), result.stdout
+    if not reachable:
+        assert "OTEL_EXPORTER_OTLP_INSECURE=true" in result.stdout

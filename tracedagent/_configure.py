@@ -6,12 +6,15 @@ It builds a ``TracerProvider`` (batching spans to an OTLP exporter) and a ``Mete
 
 Four decisions shape it:
 
-* **The SDK reads its own variables.** An argument wins; otherwise a setting is left to
-  the SDK exporter, which already reads ``OTEL_EXPORTER_OTLP_*`` (including the
-  per-signal ``TRACES_``/``METRICS_`` forms), ``OTEL_BSP_*`` and ``OTEL_METRIC_EXPORT_*``.
-  tracedagent supplies only what the SDK has no variable-free answer for: the protocol
-  (the SDK's exporters are one class per protocol), 127.0.0.1 instead of ``localhost``
-  when nothing names an endpoint, a service name, and a shorter export timeout.
+* **The standard variables, read once.** An argument wins; otherwise the standard
+  ``OTEL_EXPORTER_OTLP_*`` variables (with their per-signal ``TRACES_``/``METRICS_``
+  forms) decide. ``_endpoints.export_target`` reads those the SDK exporters would fail on
+  or read differently from the specification - endpoint, timeout, compression, whether a
+  gRPC endpoint uses TLS - and passes the answer, so that a bad value is one warning and
+  the default, never an exception; the rest (headers, certificates, ``OTEL_BSP_*``,
+  ``OTEL_METRIC_EXPORT_*``) are left to the SDK. tracedagent adds the protocol (the SDK's
+  exporters are one class per protocol), 127.0.0.1 instead of ``localhost`` when nothing
+  names an endpoint, a service name, and a shorter export timeout.
 * **Never replace what the application installed.** OpenTelemetry's global providers can
   be set once per process; if the application got there first, its provider is used as
   is, with one warning, and nothing is added to it.
@@ -20,8 +23,9 @@ Four decisions shape it:
   the collector hangs (``benchmarks/exit_time.py``). Here each export is bounded
   (``export_timeout``), exports are dropped at once during shutdown when the collector is
   known to be down, and the shutdown itself runs on a helper thread that the caller waits
-  for at most ``timeout`` seconds (1.5 s at exit), after which the exporters are closed,
-  which aborts their retries and drops what was still pending.
+  for at most ``timeout`` seconds (1.5 s at exit, for every pipeline of the process
+  together), after which the exporters are closed, which aborts their retries and drops
+  what was still pending.
 * **One warning per outage, not one error per batch.** Each exporter is wrapped
   (``_exporters``) so that a failed export becomes one WARNING on the ``tracedagent`` logger.
 
@@ -34,7 +38,6 @@ are never logged, and ``Telemetry`` does not show them.
 
 from __future__ import annotations
 
-import atexit
 import logging
 import threading
 import time
@@ -51,8 +54,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from . import _names as N
 from . import _sigterm
-from ._endpoints import PROTOCOLS, ExportTarget, export_target, metrics_wanted, traces_wanted
+from ._endpoints import PROTOCOLS, ExportTarget, export_target, metrics_wanted, traces_wanted, warn_about
 from ._exporters import Collector, GuardedExporter, guarded_exporter, report_hung
+from ._secrets import redact
 
 __all__ = ["Telemetry", "configure"]
 
@@ -72,9 +76,9 @@ class Telemetry:
 
     Pass ``**telemetry.providers`` to an ``Agent`` when ``configure(set_global=False)``
     was used. Usable as a context manager: leaving the block calls ``shutdown()``.
-    ``shutdown`` also runs at interpreter exit, with a 1.5 s bound so that the whole exit,
-    interpreter teardown included, waits at most about 2 s more than without telemetry,
-    and on SIGTERM within the same bound (``_sigterm``).
+    ``shutdown`` also runs at interpreter exit, and on SIGTERM, with a 1.5 s bound shared by
+    every pipeline of the process (``_sigterm``), so that the whole exit, interpreter
+    teardown included, waits at most about 2 s more than without telemetry.
     """
 
     def __init__(self, *, tracer_provider: trace.TracerProvider, meter_provider: metrics.MeterProvider,
@@ -88,8 +92,9 @@ class Telemetry:
         self.service_name = service_name
         """``service.name`` of tracedagent's own providers; ``None`` if it built none."""
         self.endpoint = endpoint
-        """Where tracedagent's span exporter sends (the full URL for HTTP, without credentials);
-        ``None`` if it has none."""
+        """Where tracedagent's span exporter sends (the full URL for HTTP; ``http://`` or
+        ``https://`` for gRPC, as it is dialled), without credentials (``user:password@``, and
+        credential query values as ``***``); ``None`` if it has none."""
         self.protocol = protocol
         """``"grpc"`` or ``"http/protobuf"`` for that exporter; ``None`` if it has none."""
         self._owns = (owns_tracer_provider, owns_meter_provider)
@@ -97,10 +102,8 @@ class Telemetry:
         self._settings = settings  # to notice a second configure() asking for something else; never shown
         self._stopped = False
         self._stop_lock = threading.RLock()  # reentrant: a SIGTERM handler may interrupt its holder
-        if any(self._owns):
-            atexit.register(self._shutdown_at_exit)
-            if _sigterm.wanted(settings.handle_sigterm):
-                _sigterm.watch(self.shutdown)
+        if any(self._owns):  # shut down at exit (and on SIGTERM), within one bound for every pipeline
+            _sigterm.watch(self.shutdown, sigterm=_sigterm.wanted(settings.handle_sigterm))
 
     @property
     def providers(self) -> dict[str, Any]:
@@ -130,7 +133,6 @@ class Telemetry:
                 return True
             self._stopped = True
         if any(self._owns):
-            atexit.unregister(self._shutdown_at_exit)
             _sigterm.forget(self.shutdown)
         deadline = time.monotonic() + timeout
         for exporter in self._exporters:
@@ -158,9 +160,6 @@ class Telemetry:
             self.meter_provider.shutdown(timeout_millis=millis)  # type: ignore[attr-defined]
         else:
             _flush(self.meter_provider, millis)
-
-    def _shutdown_at_exit(self) -> None:
-        self.shutdown(N.EXIT_FLUSH_TIMEOUT)
 
     def __enter__(self) -> Telemetry:
         return self
@@ -223,7 +222,7 @@ def configure(*, service_name: str | None = None, service_version: str | None = 
     * ``service_version``: ``service.version`` on the resource (Jaeger shows it in the
       process panel), else ``service.version`` in ``OTEL_RESOURCE_ATTRIBUTES``, else none.
     * ``endpoint``: the collector's base URL. ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT``
-      and ``OTEL_EXPORTER_OTLP_ENDPOINT`` (read by the SDK), else ``http://127.0.0.1:4317``
+      and ``OTEL_EXPORTER_OTLP_ENDPOINT``, else ``http://127.0.0.1:4317``
       for gRPC or ``http://127.0.0.1:4318`` for HTTP. For HTTP, ``/v1/traces`` and
       ``/v1/metrics`` are appended to a base URL given here.
     * ``protocol``: ``"grpc"`` or ``"http/protobuf"``; ``OTEL_EXPORTER_OTLP_{TRACES,METRICS}_PROTOCOL``,
@@ -327,9 +326,10 @@ def _build(settings: _Settings, *, install: bool) -> Telemetry:
     # (``OTEL_TRACES_EXPORTER=none``): runs keep their trace ids, for logs.
     traces_target = target("traces") if app_tracer is None and traces_wanted() else None
     metrics_target = target("metrics") if app_meter is None and metrics_on else None
+    warn_about([t for t in (traces_target, metrics_target) if t is not None])
     collectors: dict[str, Collector] = {}  # exporters to one place share what they learn of it
-    span_exporter = guarded_exporter(traces_target, collectors) if traces_target else None
-    metric_exporter = guarded_exporter(metrics_target, collectors) if metrics_target else None
+    span_exporter = _exporter(traces_target, collectors) if traces_target else None
+    metric_exporter = _exporter(metrics_target, collectors) if metrics_target else None
 
     tracer_provider: trace.TracerProvider
     if app_tracer is not None:
@@ -361,6 +361,18 @@ def _build(settings: _Settings, *, install: bool) -> Telemetry:
                      protocol=traces_target.protocol if traces_target else None,
                      owns_tracer_provider=app_tracer is None, owns_meter_provider=app_meter is None and metrics_on,
                      exporters=[e for e in (span_exporter, metric_exporter) if e is not None], settings=settings)
+
+
+def _exporter(target: ExportTarget, collectors: dict[str, Collector]) -> GuardedExporter | None:
+    """The guarded SDK exporter for ``target``; ``None``, with one warning, if the SDK cannot
+    build one (a variable it reads that tracedagent does not, such as a credential provider
+    that is not installed): the application must not fail because its telemetry did."""
+    try:
+        return guarded_exporter(target, collectors)
+    except Exception as exc:
+        _log.warning("tracedagent: the SDK could not build the %s exporter (%s: %s); %s are not exported",
+                     target.signal, type(exc).__name__, redact(str(exc), target.secrets)[:300], target.signal)
+        return None
 
 
 def _installed_providers(metrics_on: bool) -> tuple[trace.TracerProvider | None, metrics.MeterProvider | None]:

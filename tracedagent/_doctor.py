@@ -26,8 +26,10 @@ names an endpoint or a protocol, both local defaults (gRPC 4317 and HTTP 4318) a
 
 Every check runs on its own thread under the same timeout, so the doctor answers within
 that timeout plus ``_GRACE`` (0.5 s) even when nothing is up. Header values and URL credentials go only where
-they belong: URLs are shown without ``user:password@``, and error texts have secret
-values blanked.
+they belong: URLs are shown without ``user:password@`` and with ``***`` for query values
+that name a credential, and error texts have secret values blanked (by the probes, before
+they cut a quote to length, and again here). A gRPC endpoint is shown as the exporter dials
+it: ``https://`` when it is asked with TLS, as one written without a scheme is.
 """
 
 from __future__ import annotations
@@ -44,8 +46,8 @@ from rich.text import Text
 
 from . import _http
 from . import _names as N
-from ._endpoints import (ExportTarget, export_target, metrics_wanted, secret_values, start_service, traces_wanted,
-                         without_credentials)
+from ._endpoints import (TLS_ADVICE, ExportTarget, export_target, metrics_wanted, secret_values, shown_url,
+                         start_service, traces_wanted, warn_about)
 from ._probe import Answer, Failure, ask, http_failure
 from ._secrets import redact
 
@@ -81,7 +83,8 @@ class Check:
     name: str
     """The row's name: ``collector OTLP gRPC (traces, metrics)``, ``Jaeger query API``, ..."""
     url: str
-    """The URL asked. It may carry ``user:password@``; ``shown_url`` drops them."""
+    """The URL asked. It may carry ``user:password@`` and credentials in its query; ``shown_url``
+    blanks them."""
     service: str
     """The stack's service that answers it: ``collector``, ``jaeger``, ``prometheus`` or ``alertmanager``."""
     probe: Callable[[float], Outcome]
@@ -92,7 +95,7 @@ class Check:
 
     @property
     def shown_url(self) -> str:
-        return without_credentials(self.url)
+        return shown_url(self.url)
 
     @property
     def start_hint(self) -> str:
@@ -121,6 +124,7 @@ def _otlp_checks(endpoint: str | None, protocol: str | None) -> list[Check]:
     if not any(t.endpoint_named or t.protocol_named for t in targets):
         # Nothing chosen: the local stack offers both receivers, and either may be the one wanted.
         targets = [export_target(signal, protocol=p) for p in (N.PROTOCOL_GRPC, N.PROTOCOL_HTTP) for signal in signals]
+    warn_about(targets)
     places: dict[tuple[str, str], list[ExportTarget]] = {}
     for target in targets:
         places.setdefault((target.protocol, target.url), []).append(target)
@@ -138,8 +142,9 @@ def _otlp_checks(endpoint: str | None, protocol: str | None) -> list[Check]:
 
 
 def _get_check(name: str, url: str, service: str, *, jaeger_json: bool = False) -> Check:
-    return Check(name=name, url=url, service=service, secrets=frozenset(secret_values(url, {})),
-                 probe=functools.partial(_get, url, name=name, jaeger_json=jaeger_json))
+    secrets = secret_values(url, {})
+    return Check(name=name, url=url, service=service, secrets=secrets,
+                 probe=functools.partial(_get, url, name=name, jaeger_json=jaeger_json, secrets=secrets))
 
 
 def _join(base: str, path: str) -> str:
@@ -209,6 +214,7 @@ _HINTS = {
                           f"or turn them off ({N.ENV_METRICS_EXPORTER}=none)"),
     Failure.UNAUTHORIZED: f"check the headers in {N.ENV_OTLP_HEADERS}",
     Failure.NOT_A_URL: "expected http://HOST:PORT or https://HOST:PORT",
+    Failure.TLS: TLS_ADVICE,
 }
 """The same, whatever the protocol."""
 
@@ -224,13 +230,13 @@ def _outcome(answer: Answer, hint: str | None = None) -> Outcome:
     return Outcome(reachable=answer.failure is None, detail=answer.detail, hint=hint or _HINTS.get(answer.failure))
 
 
-def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False) -> Outcome:
+def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False, secrets: frozenset[str]) -> Outcome:
     """``GET`` answered with 200 (and, for Jaeger, with its ``{"data": [...]}``)."""
     started = time.monotonic()
     try:
         status, body = _http.request(url, timeout, max_bytes=_MAX_BODY)
     except Exception as exc:
-        return _outcome(http_failure(exc, timeout))
+        return _outcome(http_failure(exc, timeout, secrets))
     if status == 503:
         return Outcome(reachable=False, detail="HTTP 503: not ready yet", hint="starting? try again in a few seconds")
     if status != 200:

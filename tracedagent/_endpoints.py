@@ -5,23 +5,27 @@ that shows or asks an endpoint shares, and how to start what should be listening
 checks the same targets, so the two can never disagree about where telemetry goes. The
 command line and the Jaeger client use the URL helpers. None of them needs the SDK for
 this, so this module imports no part of it (and no exporter): the standard library, the
-names in ``_names`` and the OpenTelemetry API's header parser, the one the SDK exporters use.
+names in ``_names``, ``_secrets``' rule for which names mark a credential (itself standard
+library only), and the OpenTelemetry API's header parser, the one the SDK exporters use.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple
-from urllib.parse import SplitResult, urlsplit
+from typing import Mapping, NamedTuple, Sequence
+from urllib.parse import SplitResult, unquote_plus, urlsplit
 
 from opentelemetry.util.re import parse_env_headers
 
 from . import _names as N
+from ._secrets import MASK, Redactor
 
-__all__ = ["COMPOSE_UP", "LOG_START_HINT", "PROTOCOLS", "START_THE_STACK", "ExportTarget", "export_target",
-           "metrics_wanted", "secret_values", "split_url", "start_service", "traces_wanted", "without_credentials"]
+__all__ = ["COMPOSE_UP", "LOG_START_HINT", "PROTOCOLS", "START_THE_STACK", "TLS_ADVICE", "ExportTarget",
+           "export_target", "metrics_wanted", "secret_values", "shown_url", "split_url", "start_service",
+           "traces_wanted", "warn_about", "without_credentials"]
 
 _log = logging.getLogger("tracedagent")
 
@@ -36,15 +40,28 @@ class _Variables(NamedTuple):
     endpoint: str
     headers: str
     timeout: str
+    compression: str
+    insecure: str
 
+
+# Standard variables _names.py does not list yet (another change is editing it; move them
+# there): the SDK's exporters read them too, but the gRPC ones raise out of configure() on a
+# compression they do not know, and apply INSECURE where the specification does not, so
+# tracedagent reads them and passes the answer.
+_ENV_OTLP_COMPRESSION = "OTEL_EXPORTER_OTLP_COMPRESSION"
+_ENV_OTLP_INSECURE = "OTEL_EXPORTER_OTLP_INSECURE"
 
 _SIGNAL_VARIABLES = {
     "traces": _Variables(N.ENV_OTLP_TRACES_PROTOCOL, N.ENV_OTLP_TRACES_ENDPOINT, N.ENV_OTLP_TRACES_HEADERS,
-                         N.ENV_OTLP_TRACES_TIMEOUT),
+                         N.ENV_OTLP_TRACES_TIMEOUT, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
+                         "OTEL_EXPORTER_OTLP_TRACES_INSECURE"),
     "metrics": _Variables(N.ENV_OTLP_METRICS_PROTOCOL, N.ENV_OTLP_METRICS_ENDPOINT, N.ENV_OTLP_METRICS_HEADERS,
-                          N.ENV_OTLP_METRICS_TIMEOUT),
+                          N.ENV_OTLP_METRICS_TIMEOUT, "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
+                          "OTEL_EXPORTER_OTLP_METRICS_INSECURE"),
 }
 _HTTP_PATH = {"traces": N.HTTP_TRACES_PATH, "metrics": N.HTTP_METRICS_PATH}
+_COMPRESSIONS = {N.PROTOCOL_GRPC: ("gzip", "none"), N.PROTOCOL_HTTP: ("gzip", "deflate", "none")}
+"""What each protocol's SDK exporter can compress with (the specification names gzip and none)."""
 
 
 # --- how to start what should answer -----------------------------------------------------
@@ -59,6 +76,11 @@ LOG_START_HINT = f"start it with `{COMPOSE_UP}` (`tracedagent doctor` checks eve
 """A library log line's words: an application installed with pip has no Makefile to run."""
 
 
+TLS_ADVICE = (f"does it serve TLS? for a plaintext collector write http://HOST:PORT, or set "
+              f"{_ENV_OTLP_INSECURE}=true for an endpoint written without a scheme")
+"""What to do when a gRPC endpoint asked with TLS does not answer with it."""
+
+
 def start_service(compose_service: str) -> str:
     """The command line's words for starting one service of the stack."""
     return f"start it: `{_MAKE_STACK_UP}` (no Docker) or `{COMPOSE_UP} {compose_service}`"
@@ -68,20 +90,33 @@ def start_service(compose_service: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class ExportTarget:
-    """Where one signal's OTLP exporter sends, and with what, as ``configure()`` resolves it."""
+    """Where one signal's OTLP exporter sends, and with what, as ``configure()`` resolves it.
+
+    Everything the SDK exporter would otherwise read from a variable and could not parse
+    (a timeout, a compression) or would read differently from the specification (whether
+    a gRPC endpoint without a scheme uses TLS) is resolved here and passed to it, so that
+    what is shown, what ``tracedagent doctor`` asks and what is exported are the same.
+    """
 
     signal: str
     """``"traces"`` or ``"metrics"``."""
     protocol: str
     """``"grpc"`` or ``"http/protobuf"``."""
     url: str
-    """Where exports go: for HTTP the full signal URL (``.../v1/traces``). It may carry
-    ``user:password@``; show ``shown_url`` instead."""
+    """Where exports go. For HTTP the full signal URL (``.../v1/traces``), which may carry
+    ``user:password@`` and a query with credentials: show ``shown_url`` instead. For gRPC
+    ``http://host:port`` (plaintext) or ``https://host:port`` (TLS): what the exporter dials,
+    and how."""
     parts: SplitResult = field(repr=False, compare=False)
     """``url`` parsed (by ``split_url``), once."""
-    sdk_endpoint: str | None
-    """What ``configure`` passes to the SDK exporter: ``None`` when a variable names the
-    endpoint, which the SDK then reads itself."""
+    sdk_endpoint: str
+    """What ``configure`` passes to the SDK exporter: the URL for HTTP, ``host:port`` for gRPC
+    (whose exporter would dial a ``user:password@`` as part of the host name)."""
+    insecure: bool | None = None
+    """gRPC: ``True`` for plaintext, ``False`` for TLS, passed to the SDK exporter (``None`` for HTTP,
+    where the scheme decides)."""
+    compression: str | None = None
+    """``"gzip"`` or ``"deflate"``, passed to the SDK exporter; ``None``: uncompressed."""
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Every header sent: ``OTEL_EXPORTER_OTLP_[SIGNAL_]HEADERS`` with the ``headers``
     argument merged over it (they may hold API keys: never shown)."""
@@ -89,9 +124,14 @@ class ExportTarget:
     """What ``configure`` passes to the SDK exporter: ``None`` when no argument gave headers
     (the SDK reads the variables itself); else all of ``headers``, since the gRPC exporter
     would drop the variable's headers rather than merge them."""
-    sdk_timeout: float | None = None
-    """Seconds per export that ``configure`` passes to the SDK exporter: ``None`` when a
-    variable names it, which the SDK then reads itself."""
+    sdk_timeout: float
+    """Seconds per export that ``configure`` passes to the SDK exporter."""
+    secrets: frozenset[str] = field(default=frozenset(), repr=False)
+    """What a message about this target must not show: header values, the endpoint's
+    ``user:password`` and its query values that name a credential (``?api_key=...``)."""
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """Settings that could not be used as given, and what is done instead: one warning each
+    (``warn_about``), never quoting an endpoint (it may hold credentials)."""
     endpoint_named: bool
     """An argument or variable named the endpoint (``False``: tracedagent's default)."""
     protocol_named: bool
@@ -99,8 +139,8 @@ class ExportTarget:
 
     @property
     def shown_url(self) -> str:
-        """``url`` without its ``user:password@``."""
-        return _credentials_removed(self.url, self.parts)
+        """``url`` without secrets (``shown_url``)."""
+        return _shown(self.url, self.parts)
 
     @property
     def where(self) -> str:
@@ -109,69 +149,152 @@ class ExportTarget:
         host = f"[{host}]" if ":" in host else host
         return f"{self.parts.scheme}://{host}" + (f":{self.parts.port}" if self.parts.port else "")
 
-    @property
-    def secrets(self) -> frozenset[str]:
-        """What a message about this target must not show: header values and URL credentials."""
-        return _secrets(self.parts, self.headers)
-
 
 def export_target(signal: str, *, endpoint: str | None = None, protocol: str | None = None,
                   headers: Mapping[str, str] | None = None, timeout: float | None = None) -> ExportTarget:
     """Where, how and with what ``configure(endpoint=..., protocol=..., headers=...,
     export_timeout=...)`` sends ``signal`` (``"traces"`` or ``"metrics"``): an argument, else
-    the standard variables, else tracedagent's default.
+    the standard variables, else tracedagent's default. A variable set to an empty string
+    counts as unset, as the specification says.
 
     Raises ``ValueError`` naming the argument or variable when the endpoint is not a URL.
+    A variable whose value cannot be used is not an error - the application must not fail
+    for its telemetry - but a note on the target (``warn_about`` logs it) and the default.
     """
     variables = _SIGNAL_VARIABLES[signal]
-    env_protocol = None if protocol else _protocol_from_env(variables.protocol)
+    notes: list[str] = []
+    env_protocol = None if protocol else _protocol_from_env(variables.protocol, notes)
     resolved = protocol or env_protocol or N.DEFAULT_PROTOCOL
     http = resolved == N.PROTOCOL_HTTP
 
     def signal_url(base: str) -> str:
         return f"{base.rstrip('/')}/{_HTTP_PATH[signal]}" if http else base
 
-    # What to pass: an argument, else nothing when a variable names the endpoint (the SDK
-    # reads it, appending the signal path to a base URL), else tracedagent's default.
-    sdk_endpoint: str | None
+    # An argument, else the signal's variable (used as it is), else the base variable (the
+    # signal path appended for HTTP), else tracedagent's default.
     if endpoint:
-        source, sdk_endpoint = "endpoint", signal_url(endpoint)
-        url = sdk_endpoint
+        source, given = "endpoint", signal_url(endpoint)
     elif os.environ.get(variables.endpoint):
-        source, sdk_endpoint, url = variables.endpoint, None, os.environ[variables.endpoint]
+        source, given = variables.endpoint, os.environ[variables.endpoint]
     elif os.environ.get(N.ENV_OTLP_ENDPOINT):
-        source, sdk_endpoint, url = N.ENV_OTLP_ENDPOINT, None, signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
+        source, given = N.ENV_OTLP_ENDPOINT, signal_url(os.environ[N.ENV_OTLP_ENDPOINT])
     else:
-        source, sdk_endpoint = "the default", signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
-        url = sdk_endpoint
+        source, given = "the default", signal_url(N.DEFAULT_HTTP_ENDPOINT if http else N.DEFAULT_GRPC_ENDPOINT)
     try:
-        parts = split_url(url)
+        given_parts = split_url(given)
     except ValueError as exc:  # say where the bad URL came from, not what it is: it may hold credentials
         raise ValueError(f"{source} is {exc}") from None
 
     from_variables = parse_env_headers(os.environ.get(variables.headers) or os.environ.get(N.ENV_OTLP_HEADERS, ""),
                                        liberal=True)
     sdk_headers = {**from_variables, **{k.lower(): v for k, v in headers.items()}} if headers else None
-    if timeout is None and not (os.environ.get(variables.timeout) or os.environ.get(N.ENV_OTLP_TIMEOUT)):
-        timeout = N.DEFAULT_EXPORT_TIMEOUT
-    return ExportTarget(signal=signal, protocol=resolved, url=url, parts=parts, sdk_endpoint=sdk_endpoint,
-                        headers=sdk_headers if sdk_headers is not None else from_variables, sdk_headers=sdk_headers,
-                        sdk_timeout=timeout, endpoint_named=bool(endpoint) or sdk_endpoint is None,
+    sent_headers = sdk_headers if sdk_headers is not None else from_variables
+
+    insecure = None
+    url, sdk_endpoint = given, given
+    if not http:
+        url, sdk_endpoint, insecure = _grpc_address(given, given_parts, source, variables, notes)
+    return ExportTarget(signal=signal, protocol=resolved, url=url, parts=split_url(url), sdk_endpoint=sdk_endpoint,
+                        insecure=insecure, compression=_compression(variables.compression, resolved, notes),
+                        headers=sent_headers, sdk_headers=sdk_headers,
+                        sdk_timeout=timeout if timeout is not None else _timeout(variables.timeout, notes),
+                        secrets=_secrets(given_parts, sent_headers), notes=tuple(notes),
+                        endpoint_named=source != "the default",
                         protocol_named=bool(protocol) or env_protocol is not None)
 
 
-def _protocol_from_env(signal_variable: str) -> str | None:
-    """The protocol a variable names (a wrong value is warned about and means the default);
-    ``None`` when neither variable is set."""
-    for variable in (signal_variable, N.ENV_OTLP_PROTOCOL):
+def warn_about(targets: Sequence[ExportTarget]) -> None:
+    """Log each distinct note of ``targets`` once: a variable both signals read is one warning."""
+    for note in dict.fromkeys(note for target in targets for note in target.notes):
+        _log.warning("%s", note)
+
+
+def _grpc_address(given: str, parts: SplitResult, source: str, variables: _Variables,
+                  notes: list[str]) -> tuple[str, str, bool]:
+    """A gRPC endpoint as the SDK exporter dials it: ``(url, host:port, insecure)``.
+
+    The exporter dials ``host:port``. ``https://`` means TLS and ``http://`` plaintext; without
+    either (``host:4317``), TLS unless ``OTEL_EXPORTER_OTLP_[SIGNAL_]INSECURE`` is true - the
+    specification's rule, which the SDK follows only in part (it applies the variable to
+    ``http://`` endpoints too), so the answer is passed to it. A ``user:password@`` has no
+    place in a gRPC call and would be dialled as part of the host name: it is left out.
+    Another scheme (``unix:``, ``dns:``) is a gRPC target passed on as it is.
+    """
+    scheme = given.partition("://")[0].lower() if "://" in given else ""
+    if scheme not in ("", "http", "https"):
+        return given, given, _insecure_from_env(variables.insecure, notes)
+    address = parts.netloc.rpartition("@")[2]
+    if parts.username or parts.password:
+        notes.append(f"tracedagent: the gRPC endpoint ({source}) carries user:password@, which a gRPC call has "
+                     f"no place for: exporting without them; send credentials as a header (headers=..., or "
+                     f"{N.ENV_OTLP_HEADERS})")
+    insecure = scheme == "http" if scheme else _insecure_from_env(variables.insecure, notes)
+    return f"{'http' if insecure else 'https'}://{address}", address, insecure
+
+
+def _first_set(signal_variable: str, base_variable: str) -> tuple[str, str] | None:
+    """``(variable, value)`` of the first of the two that is set and not empty."""
+    for variable in (signal_variable, base_variable):
         value = os.environ.get(variable, "").strip()
         if value:
-            if value in PROTOCOLS:
-                return value
-            _log.warning("tracedagent: %s=%r is not one of %s; using %s", variable, value, PROTOCOLS,
-                         N.DEFAULT_PROTOCOL)
-            return N.DEFAULT_PROTOCOL
+            return variable, value
     return None
+
+
+def _protocol_from_env(signal_variable: str, notes: list[str]) -> str | None:
+    """The protocol a variable names (a wrong value is noted and means the default);
+    ``None`` when neither variable is set."""
+    found = _first_set(signal_variable, N.ENV_OTLP_PROTOCOL)
+    if found is None:
+        return None
+    variable, value = found
+    if value in PROTOCOLS:
+        return value
+    notes.append(f"tracedagent: {variable}={value!r} is not one of {PROTOCOLS}; using {N.DEFAULT_PROTOCOL}")
+    return N.DEFAULT_PROTOCOL
+
+
+def _timeout(signal_variable: str, notes: list[str]) -> float:
+    """Seconds per export from the variables (seconds, as the Python SDK reads them), else
+    tracedagent's default; a value that is not a positive number is noted and means the default."""
+    found = _first_set(signal_variable, N.ENV_OTLP_TIMEOUT)
+    if found is None:
+        return N.DEFAULT_EXPORT_TIMEOUT
+    variable, value = found
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if math.isfinite(seconds) and seconds > 0:
+        return seconds
+    notes.append(f"tracedagent: {variable}={value!r} is not a number of seconds above 0; "
+                 f"using {N.DEFAULT_EXPORT_TIMEOUT:g} s")
+    return N.DEFAULT_EXPORT_TIMEOUT
+
+
+def _compression(signal_variable: str, protocol: str, notes: list[str]) -> str | None:
+    """The compression the variables name, if the protocol's exporter has it; else none (noted)."""
+    found = _first_set(signal_variable, _ENV_OTLP_COMPRESSION)
+    if found is None:
+        return None
+    variable, value = found
+    if value.lower() in _COMPRESSIONS[protocol]:
+        return None if value.lower() == "none" else value.lower()
+    notes.append(f"tracedagent: {variable}={value!r} is not one of {_COMPRESSIONS[protocol]} for {protocol}; "
+                 f"exporting uncompressed")
+    return None
+
+
+def _insecure_from_env(signal_variable: str, notes: list[str]) -> bool:
+    """``OTEL_EXPORTER_OTLP_[SIGNAL_]INSECURE``: true (any case) or else false, as the
+    specification reads a boolean; a value that is neither true nor false is noted."""
+    found = _first_set(signal_variable, _ENV_OTLP_INSECURE)
+    if found is None:
+        return False
+    variable, value = found
+    if value.lower() not in ("true", "false"):
+        notes.append(f"tracedagent: {variable}={value!r} is neither true nor false; using false (TLS)")
+    return value.lower() == "true"
 
 
 def metrics_wanted(metrics: bool | None) -> bool:
@@ -207,14 +330,22 @@ def split_url(url: str) -> SplitResult:
     return parts
 
 
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown: without its ``user:password@``, and with ``***`` for the
+    value of every query parameter whose name says it is a credential (``api_key``,
+    ``token``... as ``_secrets.Redactor.names_a_secret`` tells them)."""
+    return _shown(url, split_url(url))
+
+
 def without_credentials(url: str) -> str:
-    """``url`` without its ``user:password@``, if it has one."""
+    """``url`` without its ``user:password@``, if it has one: what a request is sent to (the
+    credentials travel as a header). To show a URL, use ``shown_url``."""
     return _credentials_removed(url, split_url(url))
 
 
 def secret_values(url: str, headers: Mapping[str, str]) -> frozenset[str]:
-    """What a message must not carry: header values and URL credentials (``_secrets.redact``
-    blanks those long enough to be secrets)."""
+    """What a message must not carry: header values, URL credentials and query values that
+    name a credential (``_secrets.redact`` blanks those long enough to be secrets)."""
     return _secrets(split_url(url), headers)
 
 
@@ -224,5 +355,25 @@ def _credentials_removed(url: str, parts: SplitResult) -> str:
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
+def _query(parts: SplitResult) -> list[tuple[str, str, str]]:
+    """The query's parameters as ``(name, "=", value)`` (``"="`` and value empty when it has none)."""
+    return [pair.partition("=") for pair in parts.query.split("&")] if parts.query else []
+
+
+def _names_a_credential(name: str, value: str) -> bool:
+    """A query parameter whose name says its value is a credential (``_secrets``' rule for keys)."""
+    return bool(value) and Redactor.names_a_secret(unquote_plus(name))
+
+
+def _shown(url: str, parts: SplitResult) -> str:
+    if not any(_names_a_credential(name, value) for name, _, value in _query(parts)):
+        return _credentials_removed(url, parts)
+    query = "&".join(f"{name}={MASK}" if _names_a_credential(name, value) else f"{name}{sep}{value}"
+                     for name, sep, value in _query(parts))
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2], query=query).geturl()
+
+
 def _secrets(parts: SplitResult, headers: Mapping[str, str]) -> frozenset[str]:
-    return frozenset(headers.values()) | {part for part in (parts.username, parts.password) if part}
+    query = {form for name, _, value in _query(parts) if _names_a_credential(name, value)
+             for form in (value, unquote_plus(value))}  # as written in the URL, and as a server may echo it
+    return frozenset(headers.values()) | {part for part in (parts.username, parts.password) if part} | query

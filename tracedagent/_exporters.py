@@ -17,17 +17,18 @@ Each exporter ``configure()`` builds is wrapped in a small delegating exporter t
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from . import _names as N
-from ._endpoints import LOG_START_HINT, ExportTarget
+from ._endpoints import LOG_START_HINT, TLS_ADVICE, ExportTarget
 from ._probe import Answer, Failure, ask
 from ._secrets import redact
 
@@ -41,11 +42,13 @@ _REFUSED = {
     Failure.UNIMPLEMENTED: "refused as unimplemented",
     Failure.WRONG_PROTOCOL: "not understood",
     Failure.UNAUTHORIZED: "unauthorized",
+    Failure.TLS: "failed its TLS handshake",
 }
 """How the warning says what happened to one signal's exports (else: ``failed``)."""
 _ADVICE = {
     Failure.WRONG_PROTOCOL: f"is the protocol right? (protocol=..., or {N.ENV_OTLP_PROTOCOL})",
     Failure.UNAUTHORIZED: f"check the headers (headers=..., or {N.ENV_OTLP_HEADERS})",
+    Failure.TLS: TLS_ADVICE,
 }
 """What to do about a refusal, when the failure says; else the doctor is named."""
 _TRACES_ONLY_ADVICE = ("an endpoint that takes traces only answers so, as Jaeger's OTLP port does: send metrics to "
@@ -117,19 +120,62 @@ def report_hung(exporters: Sequence[GuardedExporter], timeout: float) -> None:
 
 
 def _sdk_exporter(target: ExportTarget) -> Any:
-    """The SDK's own exporter; imported here so that only the chosen protocol's stack loads."""
+    """The SDK's own exporter; imported here so that only the chosen protocol's stack loads.
+
+    Every setting ``export_target`` resolved is passed, so that the exporter reads no
+    variable it could fail on: the gRPC exporters raise out of their constructor on a
+    timeout or compression variable they cannot parse.
+    """
     settings = {"endpoint": target.sdk_endpoint, "headers": target.sdk_headers, "timeout": target.sdk_timeout}
     if target.protocol == N.PROTOCOL_HTTP:
+        from opentelemetry.exporter.otlp.proto.http import Compression as HttpCompression
+        compression = HttpCompression(target.compression or "none")
         if target.signal == "traces":
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpSpans
-            return HttpSpans(**settings)
+            return HttpSpans(**settings, compression=compression)
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpMetrics
-        return HttpMetrics(**settings)
-    if target.signal == "traces":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
-        return GrpcSpans(**settings)
-    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcMetrics
-    return GrpcMetrics(**settings)
+        return HttpMetrics(**settings, compression=compression)
+    from grpc import Compression as GrpcCompression
+    grpc_settings = {**settings, "insecure": target.insecure,
+                     "compression": GrpcCompression.Gzip if target.compression else GrpcCompression.NoCompression}
+    with _unparsable_timeout_hidden(target.signal):
+        if target.signal == "traces":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as GrpcSpans
+            return GrpcSpans(**grpc_settings)
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcMetrics
+        return GrpcMetrics(**grpc_settings)
+
+
+_TIMEOUT_VARIABLE = {"traces": N.ENV_OTLP_TRACES_TIMEOUT, "metrics": N.ENV_OTLP_METRICS_TIMEOUT}
+_environ_lock = threading.Lock()
+
+
+@contextmanager
+def _unparsable_timeout_hidden(signal: str) -> Iterator[None]:
+    """Hide ``OTEL_EXPORTER_OTLP_{signal}_TIMEOUT`` from a gRPC exporter's constructor while it
+    runs, if its value is not a number: the constructor calls ``float()`` on it even when it
+    is given a timeout, and would raise. ``export_target`` has already warned about the value
+    and chosen the timeout passed instead. Only a value that would raise is hidden, and only
+    for the constructor's few microseconds."""
+    variable = _TIMEOUT_VARIABLE[signal]
+    with _environ_lock:
+        value = os.environ.get(variable)
+        hide = value is not None and not _is_number(value)
+        if hide:
+            del os.environ[variable]
+        try:
+            yield
+        finally:
+            if hide:
+                os.environ[variable] = value  # type: ignore[assignment]  # hide: it was set
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class _SdkExportLogs(logging.Filter):
@@ -137,7 +183,9 @@ class _SdkExportLogs(logging.Filter):
 
     The SDK exporters log an error (and a warning per retry) for every failed batch; the
     wrapper reports an outage once instead. Records logged outside such an export, or on
-    another thread, pass untouched. Warning-or-worse messages are kept as the reason.
+    another thread, pass untouched. Warning-or-worse messages are kept as the reason:
+    redacted first, then cut to ``_REASON_LIMIT`` characters (cut first, a secret split at
+    the cut would no longer match, and its first half would be shown).
     """
 
     _REASON_LIMIT = 300
@@ -147,9 +195,10 @@ class _SdkExportLogs(logging.Filter):
         self._local = threading.local()
 
     @contextmanager
-    def held(self) -> Iterator[list[str]]:
+    def held(self, secrets: Iterable[str] = ()) -> Iterator[list[str]]:
         reasons: list[str] = []
         self._local.reasons = reasons
+        self._local.secrets = secrets
         try:
             yield reasons
         finally:
@@ -160,7 +209,8 @@ class _SdkExportLogs(logging.Filter):
         if reasons is None:
             return True
         if record.levelno >= logging.WARNING:
-            reasons.append(" ".join(record.getMessage().split())[: self._REASON_LIMIT])
+            text = redact(" ".join(record.getMessage().split()), self._local.secrets)
+            reasons.append(text[: self._REASON_LIMIT])
         return False
 
 
@@ -208,7 +258,7 @@ class GuardedExporter:
         deadline = self._closing_deadline
         if self._closed or (deadline is not None and (self.failing or time.monotonic() >= deadline)):
             return False
-        with _sdk_export_logs.held() as reasons:
+        with _sdk_export_logs.held(self.collector.secrets) as reasons:
             self.in_flight = reasons
             try:
                 ok = export()

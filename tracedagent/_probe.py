@@ -6,9 +6,12 @@ it reliably: an HTTP exporter whose only attempt failed logs "timeout, max retri
 shutdown" whether nothing listened or nothing answered, and which records exist changes
 between SDK releases. An empty export request is valid OTLP and stores nothing.
 
-Both protocols are asked as the SDK's exporters would ask (TLS for ``https``, the
-target's headers sent along); the protocol stacks themselves (``grpc``, the OTLP
-messages) are imported only when a question is asked.
+Both protocols are asked as the SDK's exporters would ask (for gRPC the target's address,
+with TLS or without as ``export_target`` decided; for HTTP TLS for ``https``; the target's
+headers sent along); the protocol stacks themselves (``grpc``, the OTLP messages) are
+imported only when a question is asked. Whatever an answer quotes of the server or the
+client library has the target's secrets blanked before it is cut to length: cut first, a
+secret split at the cut would no longer be recognised.
 """
 
 from __future__ import annotations
@@ -17,15 +20,18 @@ import enum
 import http.client
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from . import _http
 from . import _names as N
 from ._endpoints import ExportTarget
+from ._secrets import redact
 
 __all__ = ["Answer", "Failure", "ask", "http_failure"]
 
 _MAX_BODY = 64 * 1024
+_QUOTE_LIMIT = 200
+"""Characters of a server's or library's own words an answer quotes at most."""
 
 
 class Failure(enum.Enum):
@@ -43,6 +49,9 @@ class Failure(enum.Enum):
     """It took traces and refused metrics as unimplemented: what Jaeger's OTLP port does."""
     UNAUTHORIZED = "unauthorized"
     """It refused the credentials (gRPC ``UNAUTHENTICATED``/``PERMISSION_DENIED``, HTTP 401/403)."""
+    TLS = "TLS handshake failed"
+    """A gRPC call with TLS to something that answers, but not with TLS (or not with a
+    certificate that is trusted): a plaintext collector asked with TLS, most often."""
     NOT_A_URL = "not a URL"
     """The URL cannot be asked at all."""
     OTHER = "other"
@@ -87,17 +96,17 @@ def ask(targets: Sequence[ExportTarget], timeout: float, *, traces_at_same_place
 
 
 def _grpc(targets: Sequence[ExportTarget], timeout: float) -> Answer:
-    """An ``Export`` call per target over one channel (TLS for ``https``)."""
+    """An ``Export`` call per target over one channel, to the address the exporter dials,
+    with TLS unless the target is ``insecure``."""
     import grpc
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2_grpc import MetricsServiceStub
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
 
-    parts = targets[0].parts
-    address = parts.netloc.rpartition("@")[2]  # credentials travel in the headers, not the address
-    channel = (grpc.secure_channel(address, grpc.ssl_channel_credentials()) if parts.scheme == "https"
-               else grpc.insecure_channel(address))
+    address = targets[0].sdk_endpoint
+    channel = (grpc.insecure_channel(address) if targets[0].insecure
+               else grpc.secure_channel(address, grpc.ssl_channel_credentials()))
     started = time.monotonic()
     target = targets[0]
     try:
@@ -109,23 +118,25 @@ def _grpc(targets: Sequence[ExportTarget], timeout: float) -> Answer:
             else:
                 MetricsServiceStub(channel).Export(ExportMetricsServiceRequest(), timeout=remaining, metadata=metadata)
     except grpc.RpcError as exc:
-        return _grpc_failure(exc, timeout, target.signal)
+        return _grpc_failure(exc, timeout, target.signal, target.secrets)
     finally:
         channel.close()
     return Answer(failure=None, detail="accepted")
 
 
-def _grpc_failure(exc: Any, timeout: float, signal: str) -> Answer:
+def _grpc_failure(exc: Any, timeout: float, signal: str, secrets: Iterable[str]) -> Answer:
     import grpc
 
     code = exc.code() if isinstance(exc, grpc.Call) else None
-    details = " ".join(((exc.details() if isinstance(exc, grpc.Call) else None) or "").split())
+    details = _quote((exc.details() if isinstance(exc, grpc.Call) else None) or "", secrets, limit=None)
     if "http1.x server" in details or "Failed parsing HTTP/2" in details:  # an HTTP/1 server answered
         return Answer(failure=Failure.WRONG_PROTOCOL, signal=signal, detail="answers HTTP/1.x, not gRPC")
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return Answer(failure=Failure.TIMED_OUT, signal=signal, detail=f"no answer within {timeout:g} s")
+    if code is grpc.StatusCode.UNAVAILABLE and ("handshake" in details.lower() or "ssl" in details.lower()):
+        return Answer(failure=Failure.TLS, signal=signal, detail=f"gRPC UNAVAILABLE: {_quote(details, ())}")
     if code is grpc.StatusCode.UNAVAILABLE:
-        detail = "connection refused" if "refused" in details.lower() else f"gRPC UNAVAILABLE: {details[:200]}"
+        detail = "connection refused" if "refused" in details.lower() else f"gRPC UNAVAILABLE: {_quote(details, ())}"
         return Answer(failure=Failure.UNREACHABLE, signal=signal, detail=detail)
     if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
         return Answer(failure=Failure.UNAUTHORIZED, signal=signal, detail=f"gRPC {code.name}: credentials refused")
@@ -133,7 +144,7 @@ def _grpc_failure(exc: Any, timeout: float, signal: str) -> Answer:
         return Answer(failure=Failure.UNIMPLEMENTED, signal=signal,
                       detail="gRPC UNIMPLEMENTED: answers gRPC, but has no OTLP receiver for it")
     return Answer(failure=Failure.OTHER, signal=signal,
-                  detail=f"gRPC {code.name if code else 'error'}: {details[:200]}")
+                  detail=f"gRPC {code.name if code else 'error'}: {_quote(details, ())}")
 
 
 def _http_export(targets: Sequence[ExportTarget], timeout: float) -> Answer:
@@ -152,7 +163,7 @@ def _http_export(targets: Sequence[ExportTarget], timeout: float) -> Answer:
             if isinstance(_http.failure_reason(exc), (http.client.BadStatusLine, ConnectionResetError)):
                 return Answer(failure=Failure.WRONG_PROTOCOL, signal=target.signal,  # what a gRPC server does
                               detail="closed the connection without an HTTP answer")
-            failure = http_failure(exc, timeout)
+            failure = http_failure(exc, timeout, target.secrets)
             return Answer(failure=failure.failure, signal=target.signal, detail=failure.detail)
         if status in (401, 403):
             return Answer(failure=Failure.UNAUTHORIZED, signal=target.signal,
@@ -165,8 +176,9 @@ def _http_export(targets: Sequence[ExportTarget], timeout: float) -> Answer:
     return Answer(failure=None, detail="accepted")
 
 
-def http_failure(exc: Exception, timeout: float) -> Answer:
-    """What an HTTP request that got no answer (``_http.request`` raised ``exc``) ran into."""
+def http_failure(exc: Exception, timeout: float, secrets: Iterable[str] = ()) -> Answer:
+    """What an HTTP request that got no answer (``_http.request`` raised ``exc``) ran into;
+    what it quotes has ``secrets`` blanked."""
     reason = _http.failure_reason(exc)
     if isinstance(reason, TimeoutError):
         return Answer(failure=Failure.TIMED_OUT, detail=f"no answer within {timeout:g} s")
@@ -177,4 +189,9 @@ def http_failure(exc: Exception, timeout: float) -> Answer:
     if isinstance(reason, OSError) and reason.strerror:
         return Answer(failure=Failure.UNREACHABLE, detail=reason.strerror)
     text = reason if isinstance(reason, str) else f"{type(reason).__name__}: {reason}"
-    return Answer(failure=Failure.OTHER, detail=" ".join(text.split())[:200])
+    return Answer(failure=Failure.OTHER, detail=_quote(text, secrets))
+
+
+def _quote(text: str, secrets: Iterable[str], *, limit: int | None = _QUOTE_LIMIT) -> str:
+    """``text`` on one line, ``secrets`` blanked, then cut to ``limit`` characters."""
+    return redact(" ".join(text.split()), secrets)[:limit]
