@@ -44,20 +44,11 @@ class _Variables(NamedTuple):
     insecure: str
 
 
-# Standard variables _names.py does not list yet (another change is editing it; move them
-# there): the SDK's exporters read them too, but the gRPC ones raise out of configure() on a
-# compression they do not know, and apply INSECURE where the specification does not, so
-# tracedagent reads them and passes the answer.
-_ENV_OTLP_COMPRESSION = "OTEL_EXPORTER_OTLP_COMPRESSION"
-_ENV_OTLP_INSECURE = "OTEL_EXPORTER_OTLP_INSECURE"
-
 _SIGNAL_VARIABLES = {
     "traces": _Variables(N.ENV_OTLP_TRACES_PROTOCOL, N.ENV_OTLP_TRACES_ENDPOINT, N.ENV_OTLP_TRACES_HEADERS,
-                         N.ENV_OTLP_TRACES_TIMEOUT, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION",
-                         "OTEL_EXPORTER_OTLP_TRACES_INSECURE"),
+                         N.ENV_OTLP_TRACES_TIMEOUT, N.ENV_OTLP_TRACES_COMPRESSION, N.ENV_OTLP_TRACES_INSECURE),
     "metrics": _Variables(N.ENV_OTLP_METRICS_PROTOCOL, N.ENV_OTLP_METRICS_ENDPOINT, N.ENV_OTLP_METRICS_HEADERS,
-                          N.ENV_OTLP_METRICS_TIMEOUT, "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION",
-                          "OTEL_EXPORTER_OTLP_METRICS_INSECURE"),
+                          N.ENV_OTLP_METRICS_TIMEOUT, N.ENV_OTLP_METRICS_COMPRESSION, N.ENV_OTLP_METRICS_INSECURE),
 }
 _HTTP_PATH = {"traces": N.HTTP_TRACES_PATH, "metrics": N.HTTP_METRICS_PATH}
 _COMPRESSIONS = {N.PROTOCOL_GRPC: ("gzip", "none"), N.PROTOCOL_HTTP: ("gzip", "deflate", "none")}
@@ -77,7 +68,7 @@ LOG_START_HINT = f"start it with `{COMPOSE_UP}` (`tracedagent doctor` checks eve
 
 
 TLS_ADVICE = (f"does it serve TLS? for a plaintext collector write http://HOST:PORT, or set "
-              f"{_ENV_OTLP_INSECURE}=true for an endpoint written without a scheme")
+              f"{N.ENV_OTLP_INSECURE}=true for an endpoint written without a scheme")
 """What to do when a gRPC endpoint asked with TLS does not answer with it."""
 
 
@@ -274,7 +265,7 @@ def _timeout(signal_variable: str, notes: list[str]) -> float:
 
 def _compression(signal_variable: str, protocol: str, notes: list[str]) -> str | None:
     """The compression the variables name, if the protocol's exporter has it; else none (noted)."""
-    found = _first_set(signal_variable, _ENV_OTLP_COMPRESSION)
+    found = _first_set(signal_variable, N.ENV_OTLP_COMPRESSION)
     if found is None:
         return None
     variable, value = found
@@ -288,7 +279,7 @@ def _compression(signal_variable: str, protocol: str, notes: list[str]) -> str |
 def _insecure_from_env(signal_variable: str, notes: list[str]) -> bool:
     """``OTEL_EXPORTER_OTLP_[SIGNAL_]INSECURE``: true (any case) or else false, as the
     specification reads a boolean; a value that is neither true nor false is noted."""
-    found = _first_set(signal_variable, _ENV_OTLP_INSECURE)
+    found = _first_set(signal_variable, N.ENV_OTLP_INSECURE)
     if found is None:
         return False
     variable, value = found

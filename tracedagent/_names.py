@@ -136,9 +136,10 @@ so recording them verbatim would let a model (or an injection) explode metric ca
 # --- Environment variables ---------------------------------------------------------
 ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENV_CONTENT_MAX_LENGTH = "TRACEDAGENT_CONTENT_MAX_LENGTH"
-# The standard variables ``configure()`` reads itself. Others it leaves to the SDK, which
-# reads them on its own: the signal-specific endpoint, headers and timeout variables,
-# OTEL_BSP_*, OTEL_METRIC_EXPORT_*, TLS and compression settings (docs/configure.md).
+# The standard variables ``configure()`` reads itself (endpoints, protocols, timeouts,
+# compression and whether gRPC uses TLS are resolved here and passed to the exporters).
+# Others it leaves to the SDK, which reads them on its own: OTEL_BSP_*,
+# OTEL_METRIC_EXPORT_*, certificates (docs/configure.md).
 ENV_SERVICE_NAME = _sdk_env.OTEL_SERVICE_NAME
 ENV_OTLP_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_ENDPOINT
 ENV_OTLP_TRACES_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
@@ -152,6 +153,12 @@ ENV_OTLP_METRICS_HEADERS = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_HEADERS
 ENV_OTLP_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_TIMEOUT
 ENV_OTLP_TRACES_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
 ENV_OTLP_METRICS_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_TIMEOUT
+ENV_OTLP_COMPRESSION = _sdk_env.OTEL_EXPORTER_OTLP_COMPRESSION
+ENV_OTLP_TRACES_COMPRESSION = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION
+ENV_OTLP_METRICS_COMPRESSION = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_COMPRESSION
+ENV_OTLP_INSECURE = _sdk_env.OTEL_EXPORTER_OTLP_INSECURE
+ENV_OTLP_TRACES_INSECURE = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_INSECURE
+ENV_OTLP_METRICS_INSECURE = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_INSECURE
 ENV_METRICS_EXPORTER = _api_env.OTEL_METRICS_EXPORTER
 ENV_TRACES_EXPORTER = _api_env.OTEL_TRACES_EXPORTER
 
