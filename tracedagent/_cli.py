@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Sequence
 
 import click
 from opentelemetry import metrics
+from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from rich.console import Console, Group
@@ -180,17 +181,21 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     else:
         _print_traces([recording.trees[trace_ids[i]] for i in sorted(trace_ids) if trace_ids[i] in recording.trees],
                       title="What each agent did")
-    if telemetry is not None and not load_mode:
+    if writer.spans == 0:  # a link would lead nowhere (and read .../trace/None)
+        _say(f"No run recorded a span: tracing is off ({OTEL_SDK_DISABLED}=true, or a sampler that keeps "
+             f"no trace), so there is nothing to show or link to.")
+    elif telemetry is not None and not load_mode:
         _say("Each run in Jaeger:")
         for index, scenario in enumerate(chosen):
-            _say(f"  {scenario.name:<20} {jaeger}/trace/{trace_ids[index]}")
+            if trace_ids[index] in recording.trees:  # a run the sampler dropped has no trace to link to
+                _say(f"  {scenario.name:<20} {jaeger}/trace/{trace_ids[index]}")
     elif telemetry is not None:
         _say(f"In Jaeger: {jaeger}/search?service={service}")
     # Spans the collector accepted, not spans produced: an export that failed shows here.
     sent = f"; {telemetry.spans_exported} exported to {telemetry.endpoint}" if telemetry is not None else ""
     _say(f"{count} runs in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} runs/s); "
          f"{writer.spans} spans written to {out}{sent}")
-    if not load_mode:
+    if not load_mode and writer.spans:
         _say(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
     if telemetry is not None and telemetry.spans_exported < writer.spans:
         raise CliError(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
