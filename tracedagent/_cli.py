@@ -32,6 +32,7 @@ from typing import Callable, Iterable, Sequence
 
 import click
 from opentelemetry import metrics
+from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from rich.console import Console, Group
@@ -42,7 +43,7 @@ from . import _doctor, _options, _replay_cmd
 from . import _names as N
 from ._budget import Stop
 from ._configure import Telemetry, configure
-from ._endpoints import START_THE_STACK, export_target, without_credentials
+from ._endpoints import START_THE_STACK, export_target, shown_url
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from ._jaeger import JaegerClient, JaegerError
 from ._listing import SHORT_ID_DIGITS, Listing
@@ -174,23 +175,27 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     if recording.error is not None:
         raise CliError(f"could not record the spans in {out}: {recording.error}")
 
-    jaeger = without_credentials(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
+    jaeger = shown_url(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
     if load_mode:
         _console.print(stop_counts_table(recording.tally, title=f"{count} runs by stop reason"))
     else:
         _print_traces([recording.trees[trace_ids[i]] for i in sorted(trace_ids) if trace_ids[i] in recording.trees],
                       title="What each agent did")
-    if telemetry is not None and not load_mode:
+    if writer.spans == 0:  # a link would lead nowhere (and read .../trace/None)
+        _say(f"No run recorded a span: tracing is off ({OTEL_SDK_DISABLED}=true, or a sampler that keeps "
+             f"no trace), so there is nothing to show or link to.")
+    elif telemetry is not None and not load_mode:
         _say("Each run in Jaeger:")
         for index, scenario in enumerate(chosen):
-            _say(f"  {scenario.name:<20} {jaeger}/trace/{trace_ids[index]}")
+            if trace_ids[index] in recording.trees:  # a run the sampler dropped has no trace to link to
+                _say(f"  {scenario.name:<20} {jaeger}/trace/{trace_ids[index]}")
     elif telemetry is not None:
         _say(f"In Jaeger: {jaeger}/search?service={service}")
     # Spans the collector accepted, not spans produced: an export that failed shows here.
     sent = f"; {telemetry.spans_exported} exported to {telemetry.endpoint}" if telemetry is not None else ""
     _say(f"{count} runs in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} runs/s); "
          f"{writer.spans} spans written to {out}{sent}")
-    if not load_mode:
+    if not load_mode and writer.spans:
         _say(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
     if telemetry is not None and telemetry.spans_exported < writer.spans:
         raise CliError(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
@@ -301,7 +306,7 @@ def traces(jaeger_url: str, service: str | None, stop_reason: str | None, agent:
                                                 ("conversation", conversation)) if v)
     if not runs:
         _say(f"No runs of service {service!r} in the last {since}" + (f" ({filters})" if filters else "")
-             + f" at {without_credentials(jaeger_url)}.")
+             + f" at {shown_url(jaeger_url)}.")
         return
     _console.print(Listing(runs, full_ids=full_ids,
                            title=f"Runs of {service!r}, last {since}" + (f", {filters}" if filters else "")))

@@ -13,6 +13,10 @@ Both answer ``{"data": [trace, ...], "errors": [...]}`` in Jaeger's UI model (``
 ``tags``, ``logs``, ``references``, and ``processes``), which ``decode_trace`` turns into
 ``SpanRecord``. Only the standard library is used (``_http``): two GET requests do not
 justify an HTTP client dependency.
+
+Whatever answers at the URL may not be Jaeger, or may be hostile: its JSON is parsed with
+the trace file's own guards (``parse_json``, ``integer``), and anything that is not the
+shape described above is a ``JaegerError``, one line.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from typing import Any, Mapping
 
 from . import _http
 from . import _names as N
-from ._endpoints import without_credentials
+from ._endpoints import shown_url
+from ._otlp_json import MAX_TIME_NS, integer, parse_json
 from ._render import SpanEvent, SpanRecord
 
 __all__ = ["JaegerError", "JaegerClient", "decode_trace"]
@@ -53,15 +58,16 @@ class JaegerClient:
     """The two queries the command line needs, with errors a person can act on."""
 
     def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
-        parts = urllib.parse.urlsplit(base_url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise JaegerError(f"not a usable Jaeger URL: {without_credentials(base_url)!r} "
-                              f"(expected e.g. {N.DEFAULT_JAEGER_URL})")
+        try:
+            _http.check_url(base_url)
+        except ValueError as exc:
+            raise JaegerError(_not_a_url(base_url, exc)) from None
         self.base_url = base_url.rstrip("/")
         """Where Jaeger is; may carry ``user:password@`` (sent as Basic credentials)."""
-        self.shown_url = without_credentials(self.base_url)
+        self.shown_url = shown_url(self.base_url)
         """``base_url`` for messages."""
         self.timeout = timeout
+        """Seconds one query may take in all, its answer read to the end."""
 
     def search(self, *, service: str, limit: int, since_seconds: float,
                tags: Mapping[str, str] | None = None) -> list[list[SpanRecord]]:
@@ -90,6 +96,8 @@ class JaegerClient:
         try:
             status, body = _http.request(url, self.timeout, max_bytes=MAX_RESPONSE_BYTES + 1,
                                          headers={"Accept": "application/json"})
+        except _http.RedirectRefused as exc:
+            raise JaegerError(f"Jaeger at {where} {exc.reason}") from None
         except urllib.error.URLError as exc:
             reason = getattr(exc.reason, "strerror", None) or str(exc.reason)
             raise JaegerError(f"cannot reach Jaeger at {where} ({reason}); is it running? "
@@ -98,6 +106,8 @@ class JaegerClient:
             raise JaegerError(f"Jaeger at {where} did not answer within {self.timeout:g} s") from None
         except (http.client.HTTPException, ConnectionError) as exc:
             raise JaegerError(f"Jaeger at {where} broke off the answer ({type(exc).__name__})") from None
+        except ValueError as exc:  # what check_url refused: the constructor checked base_url, not its path
+            raise JaegerError(_not_a_url(self.base_url, exc)) from None
         if status == 404 and not_found:
             raise JaegerError(not_found)
         if not 200 <= status < 300:
@@ -105,20 +115,27 @@ class JaegerClient:
         if len(body) > MAX_RESPONSE_BYTES:
             raise JaegerError(f"Jaeger at {where} answered with more than {MAX_RESPONSE_BYTES >> 20} MiB")
         try:
-            return json.loads(body)
-        except ValueError:
-            raise JaegerError(f"Jaeger at {where} answered with something that is not JSON "
-                              f"(is that URL Jaeger's query service?)") from None
+            return parse_json(body)
+        except ValueError as exc:
+            raise JaegerError(f"Jaeger at {where} answered with something this client cannot read ({exc}); "
+                              f"is that URL Jaeger's query service?") from None
+
+
+def _not_a_url(url: str, reason: ValueError) -> str:
+    return f"not a usable Jaeger URL: {shown_url(url)!r} ({reason}; expected e.g. {N.DEFAULT_JAEGER_URL})"
 
 
 def _error_message(status: int, body: bytes) -> str:
-    """Jaeger explains errors as ``{"errors": [{"code": 400, "msg": "..."}]}``."""
+    """Jaeger explains errors as ``{"errors": [{"code": 400, "msg": "..."}]}``; anything else
+    that answers is explained by its status."""
     try:
-        errors = json.loads(body).get("errors") or []
-        message = "; ".join(str(e.get("msg", "")) for e in errors if isinstance(e, dict))
-    except (ValueError, AttributeError):
-        message = ""
-    return (message or http.client.responses.get(status, "no explanation")).splitlines()[0][:300]
+        answer = parse_json(body)
+    except ValueError:
+        answer = None
+    errors = answer.get("errors") if isinstance(answer, dict) else None
+    message = "; ".join(str(e.get("msg", "")) for e in errors if isinstance(e, dict)) \
+        if isinstance(errors, list) else ""
+    return (message.strip() or http.client.responses.get(status, "no explanation")).splitlines()[0][:300]
 
 
 def _data(answer: Any, base_url: str) -> list[dict[str, Any]]:
@@ -146,24 +163,30 @@ def decode_trace(trace: Mapping[str, Any]) -> list[SpanRecord]:
             status = "error" if status_code == "ERROR" or tags.get("error") in (True, "true") \
                 else "ok" if status_code == "OK" else "unset"
             process = processes.get(span.get("processID")) or span.get("process") or {}
-            start_ns = int(span["startTime"]) * 1000
+            start_ns = _microseconds(span["startTime"])
+            service, status_message = process.get("serviceName"), tags.get("otel.status_description")
             records.append(SpanRecord(
                 trace_id=trace_id, span_id=str(span["spanID"]).lower().zfill(16), parent_id=parent_id,
                 name=str(span.get("operationName", "")), kind=str(tags.get("span.kind", "internal")),
-                start_ns=start_ns, end_ns=start_ns + int(span.get("duration", 0)) * 1000,
+                start_ns=start_ns, end_ns=start_ns + _microseconds(span.get("duration", 0)),
                 attributes={k: _attribute(k, v) for k, v in tags.items() if k not in _JAEGER_ONLY_TAGS},
-                status=status, status_message=tags.get("otel.status_description"),
+                status=status, status_message=None if status_message is None else str(status_message),
                 events=tuple(_event(log) for log in span.get("logs") or []),
-                service=process.get("serviceName")))
+                service=None if service is None else str(service)))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise JaegerError(f"Jaeger answered with a span this client cannot read ({type(exc).__name__}: {exc})") from None
     return records
 
 
+def _microseconds(value: Any) -> int:
+    """Jaeger's times and durations, in microseconds, as nanoseconds (within OTLP's range)."""
+    return integer(value, 0, MAX_TIME_NS // 1000) * 1000
+
+
 def _attribute(key: str, value: Any) -> Any:
     if key in _ARRAY_ATTRIBUTES and isinstance(value, str):
         try:
-            decoded = json.loads(value)
+            decoded = parse_json(value)
         except ValueError:
             return value
         return decoded if isinstance(decoded, list) else value
@@ -174,4 +197,4 @@ def _event(log: Mapping[str, Any]) -> SpanEvent:
     """Jaeger stores an event as a log whose ``event`` field holds the event's name."""
     fields = {f["key"]: f.get("value") for f in log.get("fields") or []}
     name = str(fields.pop("event", ""))
-    return SpanEvent(name=name, time_ns=int(log.get("timestamp", 0)) * 1000, attributes=fields)
+    return SpanEvent(name=name, time_ns=_microseconds(log.get("timestamp", 0)), attributes=fields)

@@ -77,10 +77,16 @@ def trace_id(value: str) -> str:
 
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_SINCE_DAYS = 10_000
+"""The longest ``--since`` (27 years, before any trace): a window longer than the time since
+1970 would ask Jaeger for a start before the epoch, and one of 400 nines days overflowed."""
 
 
 def since(value: str) -> float:
     match = _SINCE.match(value)
     if not match or float(match.group(1)) <= 0:
         raise click.BadParameter(f"{value!r} is not a time span like 30m, 1h or 2d")
-    return float(match.group(1)) * _SECONDS[match.group(2)]
+    seconds = float(match.group(1)) * _SECONDS[match.group(2)]
+    if seconds > MAX_SINCE_DAYS * _SECONDS["d"]:  # also infinity, what float() makes of 400 nines
+        raise click.BadParameter(f"{value[:40]!r} reaches back further than {MAX_SINCE_DAYS:,} days")
+    return seconds

@@ -9,7 +9,10 @@ Enums are written as integers and field names in lowerCamelCase, as OTLP/JSON re
 
 Reading is independent of protobuf and lenient where the specification allows choices
 (integers as strings or numbers, enums as integers or names), and it also accepts JSON
-Lines - one request per line, the OpenTelemetry file-exporter format.
+Lines - one request per line, the OpenTelemetry file-exporter format. It is strict about
+everything else, because a file (like Jaeger's answer, which ``_jaeger`` reads with the same
+``parse_json`` and ``integer``) may have been written by anyone: whatever is not trace data
+is refused in one line, never with a ``RecursionError`` or ``OverflowError`` later on.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import base64
 import binascii
 import json
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import IO, Any, Sequence
@@ -28,7 +32,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from ._render import SpanEvent, SpanRecord
 
-__all__ = ["OtlpJsonError", "encode", "decode", "read_file", "OtlpJsonWriter"]
+__all__ = ["OtlpJsonError", "encode", "decode", "read_file", "OtlpJsonWriter", "parse_json", "integer",
+           "MAX_JSON_DEPTH"]
 
 
 class OtlpJsonError(ValueError):
@@ -105,6 +110,70 @@ class OtlpJsonWriter:
 
 # --- reading ---------------------------------------------------------------------------
 
+MAX_JSON_DEPTH = 200
+"""Arrays and objects nested deeper than this are refused. Trace data is about a dozen
+levels deep (a captured tool argument a few more); a value nested a thousand deep parses,
+but then cannot even be turned into a string without a ``RecursionError``."""
+
+MAX_TIME_NS = 2**64 - 1
+"""OTLP times are ``fixed64`` nanoseconds: a larger one is no time at all (and would
+overflow a float when shown as a duration)."""
+
+_INT64 = (-2**63, 2**63 - 1)
+
+
+def parse_json(text: str | bytes) -> Any:
+    """JSON that anyone may have written: ``ValueError`` with a one-line reason for anything
+    ``json.loads`` refuses, for JSON nested deeper than ``MAX_JSON_DEPTH`` (which would
+    otherwise end in a ``RecursionError``, here or wherever the value is used) and for an
+    integer of more digits than Python converts."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError:  # int(): more digits than sys.get_int_max_str_digits()
+        raise ValueError(f"JSON with a number of more than {sys.get_int_max_str_digits()} digits") from None
+    if _nested_too_deeply(value):
+        raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _nested_too_deeply(value: Any) -> bool:
+    """Walked with a list, not by recursion, for the reason ``MAX_JSON_DEPTH`` exists."""
+    pending = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while pending:
+        item, depth = pending.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        inner = item.values() if isinstance(item, dict) else item
+        pending.extend((v, depth + 1) for v in inner if isinstance(v, (dict, list)))
+    return False
+
+
+def integer(value: Any, low: int, high: int) -> int:
+    """A whole number from untrusted JSON, within ``[low, high]``: an integer, a decimal string
+    (how OTLP/JSON writes 64-bit integers) or a float that is a whole number (how some
+    writers do). ``ValueError`` otherwise - for ``1e400`` too, which ``int()`` would turn into
+    an ``OverflowError``, and for a number too large to compute with."""
+    number: int | None = None
+    if isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and len(value) <= 40:
+        try:
+            number = int(value)
+        except ValueError:
+            pass
+    if number is None:
+        raise ValueError(f"{repr(value)[:40]} is not an integer")
+    if not low <= number <= high:
+        raise ValueError(f"{repr(value)[:40]} is out of range")
+    return number
+
+
 def read_file(path: Path) -> list[SpanRecord]:
     """Every span in an OTLP/JSON file (one document, or JSON Lines)."""
     try:
@@ -118,13 +187,12 @@ def read_file(path: Path) -> list[SpanRecord]:
     except OSError as exc:
         raise OtlpJsonError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     try:
-        documents = [json.loads(text)]
-    except json.JSONDecodeError as whole_error:
+        documents = [parse_json(text)]
+    except ValueError as whole_error:
         try:
-            documents = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError:
-            raise OtlpJsonError(f"{path}: not JSON ({whole_error.msg} at line {whole_error.lineno}, "
-                                f"column {whole_error.colno})") from None
+            documents = [parse_json(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            raise OtlpJsonError(f"{path}: {whole_error}") from None
     if not documents:
         raise OtlpJsonError(f"{path}: the file is empty")
     spans = [span for document in documents for span in decode(document, source=str(path))]
@@ -149,7 +217,7 @@ def decode(document: Any, *, source: str = "input") -> list[SpanRecord]:
                     records.append(_span(span, service, source, len(records)))
     except OtlpJsonError:
         raise
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise OtlpJsonError(f"{source}: malformed OTLP/JSON ({exc})") from None
     return records
 
@@ -170,12 +238,13 @@ def _span(span: Any, service: Any, source: str, index: int) -> SpanRecord:
             parent_id=_id(span["parentSpanId"], 8, f"{where} parentSpanId") if span.get("parentSpanId") else None,
             name=str(span.get("name", "")),
             kind=_enum(span.get("kind", 0), _KINDS, "SPAN_KIND_"),
-            start_ns=int(span["startTimeUnixNano"]),
-            end_ns=int(span["endTimeUnixNano"]),
+            start_ns=integer(span["startTimeUnixNano"], 0, MAX_TIME_NS),
+            end_ns=integer(span["endTimeUnixNano"], 0, MAX_TIME_NS),
             attributes=_attributes(span.get("attributes"), where),
             status=_enum(status.get("code", 0), _STATUSES, "STATUS_CODE_"),
-            status_message=status.get("message") or None,
-            events=tuple(SpanEvent(name=str(e.get("name", "")), time_ns=int(e.get("timeUnixNano", 0)),
+            status_message=str(status["message"]) if status.get("message") else None,
+            events=tuple(SpanEvent(name=str(e.get("name", "")),
+                                   time_ns=integer(e.get("timeUnixNano", 0), 0, MAX_TIME_NS),
                                    attributes=_attributes(e.get("attributes"), where))
                          for e in span.get("events") or []),
             service=str(service) if service is not None else None)
@@ -183,7 +252,7 @@ def _span(span: Any, service: Any, source: str, index: int) -> SpanRecord:
         raise
     except KeyError as exc:
         raise OtlpJsonError(f"{where} has no {exc.args[0]}") from None
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:  # OverflowError: float(10**400)
         raise OtlpJsonError(f"{where} is malformed ({exc})") from None
 
 
@@ -224,18 +293,25 @@ def _attributes(items: Any, where: str) -> dict[str, Any]:
 def _value(value: dict[str, Any]) -> Any:
     """An OTLP ``AnyValue`` as a Python value."""
     if "stringValue" in value:
-        return value["stringValue"]
+        return _typed(value["stringValue"], str)
     if "boolValue" in value:
-        return bool(value["boolValue"])
+        return _typed(value["boolValue"], bool)
     if "intValue" in value:
-        return int(value["intValue"])
+        return integer(value["intValue"], *_INT64)
     if "doubleValue" in value:
-        return float(value["doubleValue"])
+        return float(value["doubleValue"])  # also "NaN" and "Infinity", as protobuf's JSON writes them
     if "arrayValue" in value:
         return [_value(v or {}) for v in (value["arrayValue"] or {}).get("values") or []]
     if "kvlistValue" in value:
         return {str(kv.get("key")): _value(kv.get("value") or {})
                 for kv in (value["kvlistValue"] or {}).get("values") or []}
     if "bytesValue" in value:
-        return value["bytesValue"]
+        return _typed(value["bytesValue"], str)
     return None
+
+
+def _typed(value: Any, kind: type) -> Any:
+    """The value, when JSON gave it the type OTLP/JSON says it has: a string is never a list."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{repr(value)[:40]} is not a {kind.__name__}")
+    return value

@@ -9,20 +9,25 @@ Everything comes off span attributes named in ``_names``. The content (turns, ar
 results) is there only when the run was recorded with content capture on; ``Recording.of``
 refuses a trace without it, or with content cut at the capture limit, in one line that says
 how to record it again.
+
+A trace file may have been edited by anyone, so every attribute is read as the type it
+should have, or as missing: a tool list that is a number, a message whose ``parts`` is one,
+are not iterated.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from . import _names as N
 from ._budget import Budget, Stop
 from ._content import is_truncated
+from ._otlp_json import parse_json
 from ._records import Message, ToolOutcome, error_type
-from ._render import SpanRecord, Trace
+from ._render import SpanRecord, Trace, string_list
 from ._run import Run
 from ._telemetry import tool_list_attributes
 
@@ -146,7 +151,7 @@ class Recording:
             what = f"no run of agent {agent!r}" if agent is not None else "no tracedagent run"
             raise ReplayError(f"{source}: trace {trace.trace_id} has {what} (no {N.OP_INVOKE_AGENT} span with "
                               f"{N.STOP_REASON})")
-        span = min(runs, key=lambda s: (_depth(trace, s), s.start_ns))
+        span = min(runs, key=lambda s: (trace.depth(s), s.start_ns))
         a = span.attributes
         if a[N.STOP_REASON] == Stop.CANCELLED.value:
             raise ReplayError(f"{source}: the run of {a.get(N.GEN_AI_AGENT_NAME)!r} was cancelled; only a run that "
@@ -164,19 +169,20 @@ class Recording:
                       if t.operation == N.OP_EXECUTE_TOOL]
         return cls(
             trace_id=trace.trace_id, agent=str(a.get(N.GEN_AI_AGENT_NAME, "agent")), task=str(task),
-            system_prompt=next((p.get("content") for p in system or () if isinstance(p, dict)), None),
-            history=messages, budget=_budget(a), request_model=a.get(N.GEN_AI_REQUEST_MODEL),
+            system_prompt=next((_str(p.get("content")) for p in _list(system) if isinstance(p, dict)), None),
+            history=messages, budget=_budget(a), request_model=_str(a.get(N.GEN_AI_REQUEST_MODEL)),
             driver=_driver(trace, span, tool_spans),
             parallel_tool_calls=a.get(N.TOOLS_PARALLEL) is not False,
             max_tool_concurrency=max(_int(a.get(N.TOOLS_MAX_CONCURRENCY)), 0) or None,
             tool_names=_tool_names(steps), steps=steps, stubs=_stubs(steps, str(a[N.STOP_REASON])),
             stop_reason=str(a[N.STOP_REASON]),
             step_count=_int(a.get(N.STEPS)),
-            tools={key: list(a.get(name) or []) for key, name in _TOOL_LISTS.items()},
+            tools={key: string_list(a.get(name)) for key, name in _TOOL_LISTS.items()},
             tool_counts={key: a[name + N.COUNT_SUFFIX] for key, name in _TOOL_LISTS.items()
-                         if isinstance(a.get(name + N.COUNT_SUFFIX), int)},
-            input_tokens=a.get(N.GEN_AI_USAGE_INPUT_TOKENS), output_tokens=a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS),
-            cost=a.get(N.COST_USD))
+                         if _is_int(a.get(name + N.COUNT_SUFFIX))},
+            input_tokens=_int_or_none(a.get(N.GEN_AI_USAGE_INPUT_TOKENS)),
+            output_tokens=_int_or_none(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS)),
+            cost=_number_or_none(a.get(N.COST_USD)))
 
     # --- JSON --------------------------------------------------------------------------
 
@@ -210,24 +216,50 @@ _BUDGET_FIELDS = {N.BUDGET_MAX_STEPS: "max_steps", N.BUDGET_MAX_TOKENS: "max_tok
 
 def _budget(attributes: Mapping[str, Any]) -> dict[str, Any]:
     """The run span's budget; a ceiling it does not name had none (``None``), as the span
-    omits unset ones - except ``max_steps`` and ``repeat_limit``, which always have a value."""
+    omits unset ones - except ``max_steps`` and ``repeat_limit``, which always have a value.
+    A ceiling that is not a number is read as not named."""
     budget: dict[str, Any] = {"max_tool_calls_per_step": None}
     for name, key in _BUDGET_FIELDS.items():
-        if name in attributes:
+        if _number_or_none(attributes.get(name)) is not None:
             budget[key] = attributes[name]
     return budget
 
 
-def _depth(trace: Trace, span: SpanRecord) -> int:
-    by_id = {s.span_id: s for s in trace.spans}
-    depth = 0
-    while span.parent_id in by_id:
-        span, depth = by_id[span.parent_id], depth + 1  # type: ignore[index]
-    return depth
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return value if _is_int(value) else 0
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if _is_int(value) else None
+
+
+def _number_or_none(value: Any) -> float | int | None:
+    """A finite number (``NaN`` or infinity would neither compare nor budget sensibly)."""
+    if _is_int(value) or isinstance(value, float) and math.isfinite(value):
+        return value  # type: ignore[no-any-return]
+    return None
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _list(value: Any) -> list[Any]:
+    """A list attribute or JSON array; anything else is none."""
+    return value if isinstance(value, list) else []
+
+
+def _captured_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(m, dict) and isinstance(m.get("parts", []), list) for m in value)
+
+
+def _parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A GenAI message's typed parts (the objects among them)."""
+    return [p for p in _list(message.get("parts")) if isinstance(p, dict)]
 
 
 def _driver(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> str:
@@ -288,6 +320,9 @@ class _Reader:
         self.require = require_content
 
     def json(self, attributes: Mapping[str, Any], name: str, what: str, *, optional: bool = False) -> Any:
+        """A captured JSON attribute - messages, or a system prompt's parts: a list of objects
+        whose ``parts``, where they have them, are a list. Anything else was not written by
+        tracedagent, and replaying it would replay something else."""
         raw = attributes.get(name)
         if raw is None:
             if self.require and not optional:
@@ -296,7 +331,10 @@ class _Reader:
             return None
         text = self.text(raw, what)
         try:
-            return json.loads(text) if text is not None else None
+            value = parse_json(text) if text is not None else None
+            if value is not None and not _captured_list(value):
+                raise ValueError("not a list of messages")
+            return value
         except ValueError:
             if self.require:
                 raise ReplayError(f"{self.source}: {what} is not the JSON tracedagent captures ({name})") from None
@@ -328,16 +366,16 @@ class _Reader:
                                      ("output_tokens", a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS)),
                                      ("cache_read_input_tokens", a.get(N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
                                      ("cache_creation_input_tokens", a.get(N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)))
-                   if isinstance(v, int)},
-            model=a.get(N.GEN_AI_RESPONSE_MODEL), response_id=a.get(N.GEN_AI_RESPONSE_ID),
-            finish_reason=finish[0] if isinstance(finish, list) else None)
+                   if _is_int(v)},
+            model=_str(a.get(N.GEN_AI_RESPONSE_MODEL)), response_id=_str(a.get(N.GEN_AI_RESPONSE_ID)),
+            finish_reason=_str(finish[0]) if isinstance(finish, list) else None)
         if message is not None:
-            parts = [p for p in message.get("parts") or () if isinstance(p, dict)]
+            parts = _parts(message)
             recorded.text = "".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
             recorded.calls = [RecordedCall(id=str(p.get("id")), name=str(p.get("name")), arguments=p.get("arguments"))
                               for p in parts if p.get("type") == "tool_call"]
         else:  # no content: the calls' names, from the step span (their ids come from the tool spans)
-            recorded.calls = [RecordedCall(id="", name=str(n)) for n in step.attributes.get(N.TOOLS_REQUESTED) or []]
+            recorded.calls = [RecordedCall(id="", name=n) for n in string_list(step.attributes.get(N.TOOLS_REQUESTED))]
         self._fill_outcomes(recorded.calls, tool_spans, index)
         return recorded
 
@@ -351,7 +389,7 @@ class _Reader:
                 continue
             t = span.attributes
             call.outcome = str(t.get(N.TOOL_OUTCOME, ToolOutcome.ERROR.value))
-            call.error_type = t.get(N.ERROR_TYPE) if t.get(N.ERROR_TYPE) != call.outcome else None
+            call.error_type = _str(t.get(N.ERROR_TYPE)) if t.get(N.ERROR_TYPE) != call.outcome else None
             call.result = self.text(t.get(N.GEN_AI_TOOL_CALL_RESULT), f"a result of {call.name} in step {index}")
             if call.result is None and self.require:
                 raise ReplayError(f"{self.source}: the result of {call.name} in step {index} was not captured: record "
@@ -364,7 +402,7 @@ def _loop_message(message: Any) -> Message:
     """A GenAI ``ChatMessage`` of typed parts back in the loop's shape."""
     if not isinstance(message, dict):
         return {"role": "user", "content": str(message)}
-    parts = [p for p in message.get("parts") or () if isinstance(p, dict)]
+    parts = _parts(message)
     role = str(message.get("role", "user"))
     response = next((p for p in parts if p.get("type") == "tool_call_response"), None)
     if response is not None:

@@ -14,6 +14,7 @@ returns a markup-free ``Text`` with control characters written out as escapes.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from . import _names as N
 
 __all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "StopTally", "group_traces", "trace_tree",
            "runs_table", "stop_counts_table", "format_duration", "format_cost", "stop_style", "printable",
-           "text", "MAX_SHOWN"]
+           "text", "string_list", "MAX_SHOWN"]
 
 
 # --- what may reach the terminal ---------------------------------------------------------
@@ -128,7 +129,11 @@ class Trace:
     """One trace's spans, arranged as the tree the renderer walks.
 
     A span whose parent is missing (a partial trace, or a run nested in a caller's span
-    that was not exported) is treated as a root rather than dropped.
+    that was not exported) is treated as a root rather than dropped. So is a span that
+    only a cycle of parent ids leads back to (a tampered or broken file): without that it
+    would hang under no root and be silently left out, and anything that walked up its
+    parents would walk forever. Of spans that share a span id, the first is the parent
+    its children hang under. So every span is in the tree exactly once.
     """
 
     def __init__(self, spans: Iterable[SpanRecord]) -> None:
@@ -136,17 +141,50 @@ class Trace:
         if not self.spans:
             raise ValueError("a trace needs at least one span")
         self.trace_id = self.spans[0].trace_id
-        known = {s.span_id for s in self.spans}
-        self._children: dict[str, list[SpanRecord]] = {}
-        self.roots: list[SpanRecord] = []
+        by_id: dict[str, SpanRecord] = {}
         for span in self.spans:
-            if span.parent_id is None or span.parent_id not in known:
-                self.roots.append(span)
-            else:
-                self._children.setdefault(span.parent_id, []).append(span)
+            by_id.setdefault(span.span_id, span)
+        # Keyed by id(span): a span id may be shared, and a SpanRecord is not hashable.
+        parents: dict[int, SpanRecord | None] = {}
+        self._children: dict[int, list[SpanRecord]] = {}
+        for span in self.spans:
+            parent = by_id.get(span.parent_id) if span.parent_id is not None else None
+            parents[id(span)] = parent if parent is not span else None  # its own parent: a root
+            if parents[id(span)] is not None:
+                self._children.setdefault(id(parent), []).append(span)
+        self.roots: list[SpanRecord] = []
+        self._depths: dict[int, int] = {}
+        for span in self.spans:
+            if parents[id(span)] is None:
+                self._add_root(span, parent=None)
+        for span in self.spans:  # left over: below a cycle of parent ids
+            if id(span) not in self._depths:
+                root = _first_in_cycle(span, parents)
+                self._add_root(root, parent=parents[id(root)])
+        self.roots.sort(key=lambda s: (s.start_ns, s.end_ns))  # as the spans: in start order
+
+    def _add_root(self, root: SpanRecord, *, parent: SpanRecord | None) -> None:
+        """``root`` as a root (no longer a child of ``parent``), and every span below it, with
+        their depths: walked with a list, as a chain of spans may be longer than Python's
+        recursion limit."""
+        if parent is not None:
+            self._children[id(parent)] = [c for c in self._children[id(parent)] if c is not root]
+        self.roots.append(root)
+        self._depths[id(root)] = 0
+        pending = [root]
+        while pending:
+            span = pending.pop()
+            for child in self._children.get(id(span), []):
+                self._depths[id(child)] = self._depths[id(span)] + 1
+                pending.append(child)
 
     def children(self, span: SpanRecord) -> list[SpanRecord]:
-        return self._children.get(span.span_id, [])
+        """The spans below ``span``, one of this trace's own ``spans``, in start order."""
+        return self._children.get(id(span), [])
+
+    def depth(self, span: SpanRecord) -> int:
+        """How many spans ``span`` hangs below its root (0 for a root)."""
+        return self._depths[id(span)]
 
     def runs(self) -> list[RunSummary]:
         """One summary per ``invoke_agent`` span, in start order."""
@@ -158,6 +196,20 @@ class Trace:
 
     def __len__(self) -> int:
         return len(self.spans)
+
+
+def _first_in_cycle(span: SpanRecord, parents: Mapping[int, SpanRecord | None]) -> SpanRecord:
+    """The span that started first in the cycle of parent ids above ``span`` (which reaches no
+    root, so its ancestors end in one)."""
+    path: list[SpanRecord] = []
+    where: dict[int, int] = {}
+    current: SpanRecord | None = span
+    while current is not None and id(current) not in where:
+        where[id(current)] = len(path)
+        path.append(current)
+        current = parents[id(current)]
+    cycle = path[where[id(current)]:] if current is not None else path[-1:]
+    return min(cycle, key=lambda s: (s.start_ns, s.end_ns))
 
 
 def group_traces(spans: Iterable[SpanRecord]) -> list[Trace]:
@@ -206,8 +258,8 @@ class RunSummary:
                    input_tokens=int(_number(a.get(N.GEN_AI_USAGE_INPUT_TOKENS))),
                    output_tokens=int(_number(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS))),
                    cost=_number(a.get(N.COST_USD)),
-                   requested=tuple(_as_list(a.get(N.TOOLS_REQUESTED))),
-                   succeeded=tuple(_as_list(a.get(N.TOOLS_EXECUTED))),
+                   requested=tuple(string_list(a.get(N.TOOLS_REQUESTED))),
+                   succeeded=tuple(string_list(a.get(N.TOOLS_EXECUTED))),
                    start_ns=span.start_ns, duration_ns=span.duration_ns,
                    conversation_id=None if a.get(N.GEN_AI_CONVERSATION_ID) is None
                    else str(a[N.GEN_AI_CONVERSATION_ID]))
@@ -218,14 +270,19 @@ class RunSummary:
 
 
 def _number(value: Any) -> float:
-    """A numeric attribute, or 0 when a foreign span carries something else under the name."""
+    """A numeric attribute, or 0 when a foreign span carries something else under the name
+    (text, a list, infinity, a number too large for a float)."""
     try:
-        return float(value) if value is not None and not isinstance(value, bool) else 0.0
-    except (TypeError, ValueError):
+        number = float(value) if value is not None and not isinstance(value, bool) else 0.0
+    except (TypeError, ValueError, OverflowError):
         return 0.0
+    return number if math.isfinite(number) else 0.0
 
 
-def _as_list(value: Any) -> list[str]:
+def string_list(value: Any) -> list[str]:
+    """A list attribute (``tracedagent.tools.requested`` ...) as strings: what a foreign or
+    tampered span holds there instead - one value, a number - is one item, never iterated
+    or joined as it is."""
     if value is None:
         return []
     if isinstance(value, (list, tuple)):
@@ -329,11 +386,16 @@ def trace_tree(trace: Trace) -> Tree:
 
 
 def _add_children(node: Tree, trace: Trace, span: SpanRecord) -> None:
-    for child in trace.children(span):
-        _add_children(node.add(_label(child)), trace, child)
-    for event in span.events:
-        if event.name == N.STOP_EVENT:
-            node.add(Text.assemble(("stopped here: ", "bold red"), text(event.attributes.get(N.STOP_REASON, "?"), "red")))
+    """Everything below ``span``, walked with a list: a chain of spans may be longer than
+    Python's recursion limit."""
+    pending = [(node, span)]
+    while pending:
+        node, span = pending.pop()
+        pending += [(node.add(_label(child)), child) for child in trace.children(span)]
+        for event in span.events:
+            if event.name == N.STOP_EVENT:
+                node.add(Text.assemble(("stopped here: ", "bold red"),
+                                       text(event.attributes.get(N.STOP_REASON, "?"), "red")))
 
 
 def _label(span: SpanRecord, *, with_trace_id: bool = False) -> Text:
@@ -360,7 +422,7 @@ def _details(span: SpanRecord) -> list[Text]:
     if span.operation == N.OP_CHAT:
         tokens = [_in_out(a, N.GEN_AI_USAGE_INPUT_TOKENS, N.GEN_AI_USAGE_OUTPUT_TOKENS)] \
             if N.GEN_AI_USAGE_INPUT_TOKENS in a else []
-        finish = _as_list(a.get(N.GEN_AI_RESPONSE_FINISH_REASONS))
+        finish = string_list(a.get(N.GEN_AI_RESPONSE_FINISH_REASONS))
         return tokens + ([text("finish=" + ",".join(finish), "dim")] if finish else []) + failed
     if span.operation == N.OP_EXECUTE_TOOL:
         outcome, error_type = str(a.get(N.TOOL_OUTCOME, "?")), a.get(N.ERROR_TYPE)
