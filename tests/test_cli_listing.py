@@ -28,7 +28,7 @@ from _fake_servers import RoutedServer
 from tracedagent import _names as N
 from tracedagent._jaeger import decode_trace
 from tracedagent._listing import Listing
-from tracedagent._render import Trace
+from tracedagent._trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = ["trace id", "started", "agent", "stop reason", "steps", "tokens", "cost", "duration"]

@@ -36,7 +36,8 @@ from tracedagent import _names as N
 from tracedagent._jaeger import JaegerClient, JaegerError
 from tracedagent._otlp_json import decode, encode
 from tracedagent._recorded import Recording
-from tracedagent._render import SpanRecord, Trace, trace_tree
+from tracedagent._render import trace_tree
+from tracedagent._trace import SpanRecord, Trace
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent

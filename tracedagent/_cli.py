@@ -50,7 +50,8 @@ from ._listing import SHORT_ID_DIGITS, Listing
 from ._loop import Agent
 from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
 from ._recorded import ReplayError
-from ._render import Trace, group_traces, printable, runs_table, stop_counts_table, text, trace_tree
+from ._render import printable, runs_table, stop_counts_table, text, trace_tree
+from ._trace import Trace, group_traces
 from ._run import Run
 from ._version import __version__
 

@@ -25,7 +25,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from ._loop import Agent
 from ._otlp_json import OtlpJsonWriter, decode, encode
-from ._render import StopTally, Trace
+from ._render import StopTally
+from ._trace import Trace
 from ._run import Run
 from ._scenarios import SCENARIOS, SYSTEM_PROMPT, Scenario
 from ._testing._fake import FakeModel, ScriptItem

@@ -32,7 +32,7 @@ from . import _http
 from . import _names as N
 from ._endpoints import shown_url
 from ._otlp_json import MAX_TIME_NS, integer, parse_json
-from ._render import SpanEvent, SpanRecord
+from ._trace import SpanEvent, SpanRecord
 
 __all__ = ["JaegerError", "JaegerClient", "decode_trace"]
 

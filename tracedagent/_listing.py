@@ -28,7 +28,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from ._render import RunSummary, format_cost, format_duration, printable, stop_style, text
+from ._render import format_cost, format_duration, printable, stop_style, text
+from ._trace import RunSummary
 
 __all__ = ["Listing", "SHORT_ID_DIGITS"]
 

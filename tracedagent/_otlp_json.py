@@ -30,7 +30,7 @@ from google.protobuf import json_format
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
-from ._render import SpanEvent, SpanRecord
+from ._trace import SpanEvent, SpanRecord
 
 __all__ = ["OtlpJsonError", "encode", "decode", "read_file", "OtlpJsonWriter", "parse_json", "integer",
            "MAX_JSON_DEPTH"]

@@ -2,7 +2,7 @@
 
 One reader turns a trace's spans into a ``Recording`` - the task, the system prompt, the
 history, the budget, and step by step the model's turn and what each tool call did - and
-one converter (``steps_of``) turns a ``Run`` into the same ``RecordedStep`` form, so that a
+one converter (``_replay.steps_of``) turns a ``Run`` into the same ``RecordedStep`` form, so that a
 recorded run and a replayed one are compared field by field, with one rule.
 
 Everything comes off span attributes named in ``_names``. The content (turns, arguments,
@@ -18,7 +18,6 @@ are not iterated.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -26,12 +25,11 @@ from . import _names as N
 from ._budget import Budget, Stop
 from ._content import is_truncated
 from ._otlp_json import parse_json
-from ._records import Message, ToolOutcome, error_type
-from ._render import SpanRecord, Trace, string_list
-from ._run import Run
-from ._telemetry import tool_list_attributes
+from ._records import Message, ToolOutcome
+from ._trace import (SpanRecord, Trace, finite_or_none, int_or_none, is_int, list_or_empty, str_or_none,
+                     string_list)
 
-__all__ = ["ReplayError", "RecordedCall", "RecordedStep", "Recording", "steps_of", "FORMAT", "tool_lists_of"]
+__all__ = ["ReplayError", "RecordedCall", "RecordedStep", "Recording", "FORMAT", "TOOL_LISTS"]
 
 FORMAT = "tracedagent-replay/1"
 """The ``format`` of a recording's JSON; a file of another format is refused."""
@@ -163,26 +161,26 @@ class Recording:
         task = messages.pop()["content"] if messages else ""
         steps = [reader.step(trace, step) for step in sorted(
             (c for c in trace.children(span) if c.name == N.STEP_SPAN_NAME),
-            key=lambda s: _int(s.attributes.get(N.STEP_INDEX)))]
+            key=lambda s: int_or_none(s.attributes.get(N.STEP_INDEX)) or 0)]
         steps = [s for s in steps if s is not None]
         tool_spans = [t for step in trace.children(span) for t in trace.children(step)
                       if t.operation == N.OP_EXECUTE_TOOL]
         return cls(
             trace_id=trace.trace_id, agent=str(a.get(N.GEN_AI_AGENT_NAME, "agent")), task=str(task),
-            system_prompt=next((_str(p.get("content")) for p in _list(system) if isinstance(p, dict)), None),
-            history=messages, budget=_budget(a), request_model=_str(a.get(N.GEN_AI_REQUEST_MODEL)),
+            system_prompt=next((str_or_none(p.get("content")) for p in list_or_empty(system) if isinstance(p, dict)), None),
+            history=messages, budget=_budget(a), request_model=str_or_none(a.get(N.GEN_AI_REQUEST_MODEL)),
             driver=_driver(trace, span, tool_spans),
             parallel_tool_calls=a.get(N.TOOLS_PARALLEL) is not False,
-            max_tool_concurrency=max(_int(a.get(N.TOOLS_MAX_CONCURRENCY)), 0) or None,
+            max_tool_concurrency=max(int_or_none(a.get(N.TOOLS_MAX_CONCURRENCY)) or 0, 0) or None,
             tool_names=_tool_names(steps), steps=steps, stubs=_stubs(steps, str(a[N.STOP_REASON])),
             stop_reason=str(a[N.STOP_REASON]),
-            step_count=_int(a.get(N.STEPS)),
-            tools={key: string_list(a.get(name)) for key, name in _TOOL_LISTS.items()},
-            tool_counts={key: a[name + N.COUNT_SUFFIX] for key, name in _TOOL_LISTS.items()
-                         if _is_int(a.get(name + N.COUNT_SUFFIX))},
-            input_tokens=_int_or_none(a.get(N.GEN_AI_USAGE_INPUT_TOKENS)),
-            output_tokens=_int_or_none(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS)),
-            cost=_number_or_none(a.get(N.COST_USD)))
+            step_count=int_or_none(a.get(N.STEPS)) or 0,
+            tools={key: string_list(a.get(name)) for key, name in TOOL_LISTS.items()},
+            tool_counts={key: a[name + N.COUNT_SUFFIX] for key, name in TOOL_LISTS.items()
+                         if is_int(a.get(name + N.COUNT_SUFFIX))},
+            input_tokens=int_or_none(a.get(N.GEN_AI_USAGE_INPUT_TOKENS)),
+            output_tokens=int_or_none(a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS)),
+            cost=finite_or_none(a.get(N.COST_USD)))
 
     # --- JSON --------------------------------------------------------------------------
 
@@ -204,8 +202,9 @@ class Recording:
         return Budget(**self.budget)
 
 
-_TOOL_LISTS = {"requested": N.TOOLS_REQUESTED, "executed": N.TOOLS_EXECUTED, "blocked": N.TOOLS_BLOCKED,
-               "not_dispatched": N.TOOLS_NOT_DISPATCHED}
+TOOL_LISTS = {"requested": N.TOOLS_REQUESTED, "executed": N.TOOLS_EXECUTED, "blocked": N.TOOLS_BLOCKED,
+              "not_dispatched": N.TOOLS_NOT_DISPATCHED}
+"""``Recording.tools``' keys, and the run span's attributes they are read from."""
 
 _BUDGET_FIELDS = {N.BUDGET_MAX_STEPS: "max_steps", N.BUDGET_MAX_TOKENS: "max_tokens", N.BUDGET_MAX_COST: "max_cost",
                   N.BUDGET_REPEAT_LIMIT: "repeat_limit", N.BUDGET_NO_PROGRESS_LIMIT: "no_progress_limit",
@@ -220,37 +219,9 @@ def _budget(attributes: Mapping[str, Any]) -> dict[str, Any]:
     A ceiling that is not a number is read as not named."""
     budget: dict[str, Any] = {"max_tool_calls_per_step": None}
     for name, key in _BUDGET_FIELDS.items():
-        if _number_or_none(attributes.get(name)) is not None:
+        if finite_or_none(attributes.get(name)) is not None:
             budget[key] = attributes[name]
     return budget
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int(value: Any) -> int:
-    return value if _is_int(value) else 0
-
-
-def _int_or_none(value: Any) -> int | None:
-    return value if _is_int(value) else None
-
-
-def _number_or_none(value: Any) -> float | int | None:
-    """A finite number (``NaN`` or infinity would neither compare nor budget sensibly)."""
-    if _is_int(value) or isinstance(value, float) and math.isfinite(value):
-        return value  # type: ignore[no-any-return]
-    return None
-
-
-def _str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
-def _list(value: Any) -> list[Any]:
-    """A list attribute or JSON array; anything else is none."""
-    return value if isinstance(value, list) else []
 
 
 def _captured_list(value: Any) -> bool:
@@ -259,7 +230,7 @@ def _captured_list(value: Any) -> bool:
 
 def _parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     """A GenAI message's typed parts (the objects among them)."""
-    return [p for p in _list(message.get("parts")) if isinstance(p, dict)]
+    return [p for p in list_or_empty(message.get("parts")) if isinstance(p, dict)]
 
 
 def _driver(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> str:
@@ -366,9 +337,9 @@ class _Reader:
                                      ("output_tokens", a.get(N.GEN_AI_USAGE_OUTPUT_TOKENS)),
                                      ("cache_read_input_tokens", a.get(N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
                                      ("cache_creation_input_tokens", a.get(N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS)))
-                   if _is_int(v)},
-            model=_str(a.get(N.GEN_AI_RESPONSE_MODEL)), response_id=_str(a.get(N.GEN_AI_RESPONSE_ID)),
-            finish_reason=_str(finish[0]) if isinstance(finish, list) else None)
+                   if is_int(v)},
+            model=str_or_none(a.get(N.GEN_AI_RESPONSE_MODEL)), response_id=str_or_none(a.get(N.GEN_AI_RESPONSE_ID)),
+            finish_reason=str_or_none(finish[0]) if isinstance(finish, list) else None)
         if message is not None:
             parts = _parts(message)
             recorded.text = "".join(str(p.get("content", "")) for p in parts if p.get("type") == "text")
@@ -389,7 +360,7 @@ class _Reader:
                 continue
             t = span.attributes
             call.outcome = str(t.get(N.TOOL_OUTCOME, ToolOutcome.ERROR.value))
-            call.error_type = _str(t.get(N.ERROR_TYPE)) if t.get(N.ERROR_TYPE) != call.outcome else None
+            call.error_type = str_or_none(t.get(N.ERROR_TYPE)) if t.get(N.ERROR_TYPE) != call.outcome else None
             call.result = self.text(t.get(N.GEN_AI_TOOL_CALL_RESULT), f"a result of {call.name} in step {index}")
             if call.result is None and self.require:
                 raise ReplayError(f"{self.source}: the result of {call.name} in step {index} was not captured: record "
@@ -416,37 +387,3 @@ def _loop_message(message: Any) -> Message:
     if calls:
         out["tool_calls"] = calls
     return out
-
-
-# --- a Run in the same form ------------------------------------------------------------
-
-def steps_of(run: Run) -> list[RecordedStep]:
-    """A finished ``Run``'s steps as ``RecordedStep``s, to compare with a recording's."""
-    steps = []
-    for step in run.steps:
-        c = step.completion
-        calls = [RecordedCall(id=call.id, name=call.name, arguments=call.arguments) for call in c.tool_calls]
-        for call, result in zip(calls, step.tool_results):
-            call.outcome, call.result = result.outcome.value, result.content
-            call.error_type = result.error_type
-        steps.append(RecordedStep(text=c.text, calls=calls, model=c.model, finish_reason=c.finish_reason,
-                                  response_id=c.response_id, usage=_usage(c.usage)))
-    if run.step_count > len(run.steps):  # the run ended on a model call that failed
-        failed = N.ERROR_TIMEOUT if run.error is None else error_type(run.error)
-        steps.append(RecordedStep(error=failed))
-    return steps
-
-
-def tool_lists_of(run: Run) -> tuple[dict[str, list[str]], dict[str, int]]:
-    """A ``Run``'s tool lists as its span holds them - bounded, with the full length of a list
-    that was cut - in the form of ``Recording.tools`` and ``Recording.tool_counts``."""
-    shown = tool_list_attributes(run.requested_tools(), run.trajectory(), run.blocked_tools(),
-                                 run.not_dispatched_tools())
-    lists = {key: list(shown.get(name) or []) for key, name in _TOOL_LISTS.items()}
-    counts = {key: shown[name + N.COUNT_SUFFIX] for key, name in _TOOL_LISTS.items() if name + N.COUNT_SUFFIX in shown}
-    return lists, counts
-
-
-def _usage(usage: Any) -> dict[str, int]:
-    counts = dataclasses.asdict(usage)
-    return {k: v for k, v in counts.items() if v or k in ("input_tokens", "output_tokens")}

@@ -34,6 +34,7 @@ deadline raises the loop's own deadline signal. Replay drives the run as the run
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import time
@@ -45,18 +46,21 @@ from . import _names as N
 from ._jaeger import JaegerClient, JaegerError
 from ._loop import Agent
 from ._otlp_json import OtlpJsonError, read_file
-from ._records import Completion, ToolCall, ToolOutcome, Usage
-from ._recorded import RecordedCall, RecordedStep, Recording, ReplayError, steps_of, tool_lists_of
-from ._render import SpanRecord, group_traces, printable
+from ._records import Completion, ToolCall, ToolOutcome, Usage, error_type
+from ._recorded import TOOL_LISTS, RecordedCall, RecordedStep, Recording, ReplayError
+from ._render import printable
 from ._run import Run, canonical_arguments
 from ._spans import DeadlineExceeded
+from ._telemetry import tool_list_attributes
 from ._testing._fake import FakeModel
 from ._tools import Cut, FatalToolError, Registry, Tool, ToolError
+from ._trace import SpanRecord, group_traces
 
 if TYPE_CHECKING:
     from ._testing._fake import ScriptItem
 
-__all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step"]
+__all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step", "steps_of",
+           "tool_lists_of"]
 
 
 class ReplayMismatch(AssertionError):
@@ -357,3 +361,37 @@ def _parsed(arguments: Any) -> Any:
 def _after(text: str | None, prefix: str) -> str:
     text = text or ""
     return text[len(prefix):] if text.startswith(prefix) else text
+
+
+# --- a Run in the same form ------------------------------------------------------------
+
+def steps_of(run: Run) -> list[RecordedStep]:
+    """A finished ``Run``'s steps as ``RecordedStep``s, to compare with a recording's."""
+    steps = []
+    for step in run.steps:
+        c = step.completion
+        calls = [RecordedCall(id=call.id, name=call.name, arguments=call.arguments) for call in c.tool_calls]
+        for call, result in zip(calls, step.tool_results):
+            call.outcome, call.result = result.outcome.value, result.content
+            call.error_type = result.error_type
+        steps.append(RecordedStep(text=c.text, calls=calls, model=c.model, finish_reason=c.finish_reason,
+                                  response_id=c.response_id, usage=_usage(c.usage)))
+    if run.step_count > len(run.steps):  # the run ended on a model call that failed
+        failed = N.ERROR_TIMEOUT if run.error is None else error_type(run.error)
+        steps.append(RecordedStep(error=failed))
+    return steps
+
+
+def tool_lists_of(run: Run) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """A ``Run``'s tool lists as its span holds them - bounded, with the full length of a list
+    that was cut - in the form of ``Recording.tools`` and ``Recording.tool_counts``."""
+    shown = tool_list_attributes(run.requested_tools(), run.trajectory(), run.blocked_tools(),
+                                 run.not_dispatched_tools())
+    lists = {key: list(shown.get(name) or []) for key, name in TOOL_LISTS.items()}
+    counts = {key: shown[name + N.COUNT_SUFFIX] for key, name in TOOL_LISTS.items() if name + N.COUNT_SUFFIX in shown}
+    return lists, counts
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    counts = dataclasses.asdict(usage)
+    return {k: v for k, v in counts.items() if v or k in ("input_tokens", "output_tokens")}
