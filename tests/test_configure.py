@@ -621,7 +621,9 @@ def test_global_configure_is_idempotent_and_flushes_at_exit(protocol: str) -> No
 def test_every_pipeline_of_a_process_shares_one_exit_bound() -> None:
     """Four ``set_global=False`` pipelines and a hung collector: each flushing at exit within a
     bound of its own, one after another, the exit would wait four bounds. The deadline each
-    shutdown is given must fall within one bound of the first starting (no wall-clock timing)."""
+    shutdown is given must fall within one bound of the first starting, or, for one that
+    starts after that (Python 3.12 refuses new threads at exit, so they run one after
+    another), it is given no time at all (no wall-clock timing)."""
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen(64)  # accepts connections, never answers
@@ -644,7 +646,8 @@ def test_every_pipeline_of_a_process_shares_one_exit_bound() -> None:
     calls = [tuple(map(float, line.split())) for line in result.stdout.splitlines()]
     assert len(calls) == 4, result.stdout
     first = min(started for started, _ in calls)
-    assert max(started + timeout for started, timeout in calls) - first <= N.EXIT_FLUSH_TIMEOUT + 0.05, calls
+    assert all(started + timeout - first <= N.EXIT_FLUSH_TIMEOUT + 0.05 or timeout == 0.0
+               for started, timeout in calls), calls
 
 
 def test_configure_after_a_shutdown_warns_once_that_the_global_pipeline_is_stopped() -> None:
