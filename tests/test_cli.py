@@ -114,6 +114,13 @@ def flat_out_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.
     return result, out
 
 
+def test_flat_out_the_deadline_scenario_still_shows_the_deadline_cut_a_call():
+    [scenario] = [s for s in SCENARIOS if s.stops_with is Stop.TIME_BUDGET]
+    run = run_scenario(build_agent(scenario, pace=0), scenario)
+    assert run.stop is Stop.TIME_BUDGET and run.step_count == 1
+    assert [r.outcome.value for r in run.steps[0].tool_results] == ["timeout"]
+
+
 def test_demo_shows_every_stop_reason_in_its_summary(flat_out_demo):
     result, _ = flat_out_demo
     # Every stop a Run can carry; a cancelled run raises instead (docs/async.md).

@@ -566,6 +566,18 @@ def test_a_credential_in_the_endpoints_query_is_not_shown(variable: str, monkeyp
     assert all(SECRET not in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("base", ["http://collector:4318?api_key=k-123&region=eu", "http://collector:4318/?api_key=k-123&region=eu"])
+def test_the_signal_path_goes_into_an_http_endpoints_path_not_its_query(base: str,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracedagent._endpoints import export_target
+
+    assert export_target("traces", endpoint=base, protocol=N.PROTOCOL_HTTP).url == \
+        "http://collector:4318/v1/traces?api_key=k-123&region=eu"
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", base)
+    assert export_target("metrics", protocol=N.PROTOCOL_HTTP).url == \
+        "http://collector:4318/v1/metrics?api_key=k-123&region=eu"
+
+
 # --- the global path: one subprocess each -------------------------------------------------------
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)

@@ -30,9 +30,8 @@ from tracedagent.testing import FakeModel, Replay, ReplayMismatch, tool_call
 
 BY_NAME = {s.name: s for s in SCENARIOS}
 DEADLINE_PACE = 0.25
-"""slow-carrier's latencies and deadline scale with the pace: at 0 its time budget is zero and
-the run stops before its first step, so it is recorded at this pace, where the deadline cuts
-the hanging tool call off."""
+"""slow-carrier's latencies and deadline scale with the pace (down to the demo's floor), so it
+is recorded at this pace, where the deadline cuts the hanging tool call off with room to spare."""
 
 
 def record(path: Path, runs: list[tuple[Any, Any]], **env: str) -> dict[str, Any]:

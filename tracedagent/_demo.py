@@ -37,6 +37,11 @@ __all__ = ["Scenario", "SCENARIOS", "build_agent", "run_scenario", "run_plan", "
 
 # --- building and running ------------------------------------------------------------
 
+MIN_DEADLINE_PACE = 0.1
+"""The slowest a scenario with a time budget is sped up to: flat out (pace 0) its deadline
+would be 0 s, and the run would stop before showing the deadline cut a call off."""
+
+
 def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None = None,
                 price_out: float | None = None, tracer_provider: trace.TracerProvider | None = None,
                 meter_provider: metrics.MeterProvider | None = None, capture_content: bool | None = None) -> Agent:
@@ -50,6 +55,7 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
     if (price_in or price_out) and not (budget.price_per_1k_input or budget.price_per_1k_output):
         budget = dataclasses.replace(budget, price_per_1k_input=price_in or 0.0, price_per_1k_output=price_out or 0.0)
     if budget.max_seconds is not None:  # the deadline keeps its place among the paced latencies
+        pace = max(pace, MIN_DEADLINE_PACE)
         budget = dataclasses.replace(budget, max_seconds=budget.max_seconds * pace)
     model = FakeModel([_fresh(item) for item in scenario.script], latency=scenario.model_latency * pace)
     tools = [_slowed(tool(fn), scenario.tool_latency * pace) for fn in scenario.tools]

@@ -159,7 +159,11 @@ def export_target(signal: str, *, endpoint: str | None = None, protocol: str | N
     http = resolved == N.PROTOCOL_HTTP
 
     def signal_url(base: str) -> str:
-        return f"{base.rstrip('/')}/{_HTTP_PATH[signal]}" if http else base
+        """For HTTP, the signal's path appended to the base URL's path, before its query."""
+        if not http:
+            return base
+        url, mark, query = base.partition("?")
+        return f"{url.rstrip('/')}/{_HTTP_PATH[signal]}{mark}{query}"
 
     # An argument, else the signal's variable (used as it is), else the base variable (the
     # signal path appended for HTTP), else tracedagent's default.
