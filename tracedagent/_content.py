@@ -108,11 +108,17 @@ class ContentCapture:
         if depth >= _MAX_DEPTH and isinstance(value, (Mapping, list, tuple)):
             return N.TOO_DEEP_MARK
         if isinstance(value, Mapping):
-            return {k: MASK if isinstance(k, str) and Redactor.names_a_secret(k) and v not in (None, "")
+            return {k: MASK if isinstance(k, str) and Redactor.names_a_secret(k) and _set(v)
                     else self._clean(v, depth + 1) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self._clean(v, depth + 1) for v in value]
         return value
+
+
+def _set(value: Any) -> bool:
+    """Whether a secret-named key holds anything to blank (``None`` and ``""`` hide nothing);
+    never compares ``value``, which may be an object whose ``==`` is not a bool."""
+    return value is not None and not (isinstance(value, str) and not value)
 
 
 def _as_text(value: Any) -> str:
