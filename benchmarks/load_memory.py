@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHILD = textwrap.dedent("""
     import json, resource, sys, tracemalloc
     runs, concurrency, out, traced = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
-    from tracedagent._cli import cli
+    from tracedagent._cli._main import cli
     if traced:
         tracemalloc.start()
     cli.main(["demo", "--runs", runs, "--concurrency", concurrency, "--pace", "0", "--out", out],

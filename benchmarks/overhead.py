@@ -47,7 +47,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.trace import NoOpTracerProvider, SpanKind
 
 from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, Usage, tool
-from tracedagent._run import RunState, initial_messages
+from tracedagent._core._run import RunState, initial_messages
 
 STEPS = 10
 SPANS_PER_RUN = 1 + STEPS + STEPS + (STEPS - 1)  # run, steps, chat calls, tool calls

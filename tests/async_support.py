@@ -11,7 +11,7 @@ from typing import Any, Callable
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from tracedagent import Completion, ToolCall
-from tracedagent import _names as N
+from tracedagent._core import _names as N
 from tracedagent.testing import Recorder
 
 __all__ = ["OpenSpans", "turn", "shape", "watch", "most_at_once"]

@@ -29,8 +29,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from _fake_servers import RoutedServer, closed_port
 from tracedagent import Stop
-from tracedagent import _names as N
-from tracedagent._demo import SCENARIOS, build_agent, run_scenario
+from tracedagent._core import _names as N
+from tracedagent._cli._demo import SCENARIOS, build_agent, run_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

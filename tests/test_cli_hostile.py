@@ -29,12 +29,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from _fake_servers import RoutedServer
-from tracedagent import _cli
-from tracedagent import _names as N
-from tracedagent._listing import Listing
-from tracedagent._otlp_json import decode
-from tracedagent._render import StopTally, printable, runs_table, stop_counts_table, trace_tree
-from tracedagent._trace import group_traces
+from tracedagent._cli import _main as _cli
+from tracedagent._core import _names as N
+from tracedagent._cli._listing import Listing
+from tracedagent._traces._otlp_json import decode
+from tracedagent._cli._render import StopTally, printable, runs_table, stop_counts_table, trace_tree
+from tracedagent._traces._trace import group_traces
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

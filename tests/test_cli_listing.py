@@ -25,10 +25,10 @@ import pytest
 from rich.console import Console
 
 from _fake_servers import RoutedServer
-from tracedagent import _names as N
-from tracedagent._jaeger import decode_trace
-from tracedagent._listing import Listing
-from tracedagent._trace import Trace
+from tracedagent._core import _names as N
+from tracedagent._traces._jaeger import decode_trace
+from tracedagent._cli._listing import Listing
+from tracedagent._traces._trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = ["trace id", "started", "agent", "stop reason", "steps", "tokens", "cost", "duration"]

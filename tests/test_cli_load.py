@@ -22,9 +22,9 @@ from opentelemetry import metrics
 from opentelemetry.sdk.trace import TracerProvider
 
 from tracedagent import Stop
-from tracedagent._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
-from tracedagent._otlp_json import OtlpJsonWriter
-from tracedagent._run import Run
+from tracedagent._cli._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
+from tracedagent._traces._otlp_json import OtlpJsonWriter
+from tracedagent._core._run import Run
 
 ROOT = Path(__file__).resolve().parent.parent
 

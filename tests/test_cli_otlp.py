@@ -17,8 +17,8 @@ import pytest
 
 from _fake_servers import closed_port
 from otlp_receivers import GrpcReceiver, HttpReceiver
-from tracedagent import _names as N
-from tracedagent._demo import SCENARIOS
+from tracedagent._core import _names as N
+from tracedagent._cli._demo import SCENARIOS
 
 ROOT = Path(__file__).resolve().parent.parent
 FINAL_LINE = re.compile(r"^(\d+) runs in [\d.]+ s \([\d.]+ runs/s\); (\d+) spans written to \S+; (\d+) exported to (\S+)$",

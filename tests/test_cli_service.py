@@ -19,8 +19,8 @@ from click.testing import CliRunner, Result
 
 from _fake_servers import RoutedServer
 from otlp_receivers import HttpReceiver
-from tracedagent import _cli
-from tracedagent import _names as N
+from tracedagent._cli import _main as _cli
+from tracedagent._core import _names as N
 
 NO_SERVICE_VARIABLES = {N.ENV_SERVICE_NAME: None, "OTEL_RESOURCE_ATTRIBUTES": None}
 CASES = [

@@ -31,13 +31,14 @@ from hypothesis import strategies as st
 
 from _fake_servers import Reply, RoutedServer, closed_port, serve
 from tracedagent import Agent, Budget
-from tracedagent import _cli, _http
-from tracedagent import _names as N
-from tracedagent._jaeger import JaegerClient, JaegerError
-from tracedagent._otlp_json import decode, encode
-from tracedagent._recorded import Recording
-from tracedagent._render import trace_tree
-from tracedagent._trace import SpanRecord, Trace
+from tracedagent._cli import _main as _cli
+from tracedagent._export import _http
+from tracedagent._core import _names as N
+from tracedagent._traces._jaeger import JaegerClient, JaegerError
+from tracedagent._traces._otlp_json import decode, encode
+from tracedagent._traces._recorded import Recording
+from tracedagent._cli._render import trace_tree
+from tracedagent._traces._trace import SpanRecord, Trace
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent

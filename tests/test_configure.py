@@ -32,7 +32,7 @@ from _fake_servers import Reply, closed_port, serve
 from otlp_receivers import GrpcReceiver, HttpReceiver
 from sample_tools import add
 from tracedagent import Agent, configure
-from tracedagent import _names as N
+from tracedagent._core import _names as N
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -569,7 +569,7 @@ def test_a_credential_in_the_endpoints_query_is_not_shown(variable: str, monkeyp
 @pytest.mark.parametrize("base", ["http://collector:4318?api_key=k-123&region=eu", "http://collector:4318/?api_key=k-123&region=eu"])
 def test_the_signal_path_goes_into_an_http_endpoints_path_not_its_query(base: str,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from tracedagent._endpoints import export_target
+    from tracedagent._export._endpoints import export_target
 
     assert export_target("traces", endpoint=base, protocol=N.PROTOCOL_HTTP).url == \
         "http://collector:4318/v1/traces?api_key=k-123&region=eu"
@@ -641,7 +641,7 @@ def test_every_pipeline_of_a_process_shares_one_exit_bound() -> None:
         listener.listen(64)  # accepts connections, never answers
         result = run_script(f"""
             import os, time
-            from tracedagent import _configure
+            from tracedagent._export import _configure
             shutdown = _configure.Telemetry.shutdown
 
             def recorded(self, timeout=2.0):
@@ -718,30 +718,38 @@ def test_an_installed_application_provider_is_used_not_replaced() -> None:
 # --- module boundaries ---------------------------------------------------------------------
 
 def imported_modules(module: str) -> set[str]:
-    """What ``tracedagent/<module>.py`` imports, relative imports as ``tracedagent.<name>``."""
+    """What ``tracedagent/<module>.py`` imports (``module`` dotted below the package, such as
+    ``_core._secrets``), relative imports resolved to their full names."""
     import ast
-    tree = ast.parse((ROOT / "tracedagent" / f"{module}.py").read_text())
+    tree = ast.parse((ROOT / "tracedagent" / f"{module.replace('.', '/')}.py").read_text())
+    package = f"tracedagent.{module}".rsplit(".", 1)[0].split(".")
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = f"tracedagent.{node.module or ''}".rstrip(".") if node.level else node.module or ""
-            found.update(f"{base}.{alias.name}" if base == "tracedagent" else base for alias in node.names)
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:  # a module of a package, or a name in a module
+                full = f"{base}.{alias.name}"
+                is_module = (ROOT / f"{full.replace('.', '/')}.py").exists()
+                found.add(full if is_module else base)
     return found
 
 
 def test_endpoint_resolution_needs_no_sdk_and_url_users_do_not_import_it() -> None:
     """``_endpoints`` reads URLs and variables with the standard library; the modules that only
     need a URL helper get it there, not from the module that builds the SDK pipeline."""
-    allowed = {"tracedagent._names", "opentelemetry.util.re",  # the API's header parser, not the SDK
-               "tracedagent._secrets"}  # which names mark a credential; itself standard library only
-    assert imported_modules("_secrets") <= set(sys.stdlib_module_names) | {"__future__"}
-    outside = {m for m in imported_modules("_endpoints")
+    allowed = {"tracedagent._core._names", "opentelemetry.util.re",  # the API's header parser, not the SDK
+               "tracedagent._core._secrets"}  # which names mark a credential; itself standard library only
+    assert imported_modules("_core._secrets") <= set(sys.stdlib_module_names) | {"__future__"}
+    outside = {m for m in imported_modules("_export._endpoints")
                if m.split(".")[0] not in sys.stdlib_module_names and m not in allowed}
     assert outside == set()
-    for module in ("_http", "_jaeger", "_doctor"):
-        assert not imported_modules(module) & {"tracedagent._configure", "tracedagent._exporters"}, module
+    for module in ("_export._http", "_traces._jaeger", "_cli._doctor"):
+        assert not imported_modules(module) & {"tracedagent._export._configure", "tracedagent._export._exporters"}, module
 
 
 # --- SIGTERM ----------------------------------------------------------------------------------
@@ -763,7 +771,7 @@ def finished_runs_until_sigterm(after: int, **settings: object) -> tuple[list[st
     process = subprocess.Popen(**script(LOOP_UNTIL_SIGTERM.format(**settings)), stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     try:
-        assert process.stdout.readline().split() == ["handler", "tracedagent._sigterm"]
+        assert process.stdout.readline().split() == ["handler", "tracedagent._export._sigterm"]
         finished = [process.stdout.readline().strip() for _ in range(after)]
         process.send_signal(signal.SIGTERM)
         rest, stderr = process.communicate(timeout=60)
@@ -795,11 +803,11 @@ def test_a_hung_collector_cannot_keep_a_sigtermed_process_alive() -> None:
 
 
 @pytest.mark.parametrize("setup, handler", [
-    ("configure()", "tracedagent._sigterm"),
-    ("configure(set_global=False)", "tracedagent._sigterm"),
+    ("configure()", "tracedagent._export._sigterm"),
+    ("configure(set_global=False)", "tracedagent._export._sigterm"),
     ("configure(handle_sigterm=False)", "default"),
     (f"os.environ['{N.ENV_HANDLE_SIGTERM}'] = 'false'; configure()", "default"),
-    (f"os.environ['{N.ENV_HANDLE_SIGTERM}'] = 'false'; configure(handle_sigterm=True)", "tracedagent._sigterm"),
+    (f"os.environ['{N.ENV_HANDLE_SIGTERM}'] = 'false'; configure(handle_sigterm=True)", "tracedagent._export._sigterm"),
     ("signal.signal(signal.SIGTERM, application_handler); configure()", "application"),
     ("signal.signal(signal.SIGTERM, signal.SIG_IGN); configure()", "ignore"),
     ("thread = threading.Thread(target=configure); thread.start(); thread.join()", "default"),

@@ -22,9 +22,9 @@ import pytest
 
 from _fake_servers import Reply, RoutedServer, closed_port
 from otlp_receivers import GrpcReceiver, HttpReceiver
-from tracedagent import _doctor
-from tracedagent import _names as N
-from tracedagent._configure import configure
+from tracedagent._cli._main import _doctor
+from tracedagent._core import _names as N
+from tracedagent._export._configure import configure
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICES = ("collector health", "Jaeger query API", "Prometheus", "Alertmanager")
@@ -342,7 +342,7 @@ def test_a_credential_in_a_query_is_not_shown(monkeypatch):
 def test_a_secret_is_blanked_before_an_answer_is_cut_to_length():
     """A probe quotes at most 200 characters of an error; cut first, a secret straddling the cut
     would not be recognised by the doctor's redaction, and its first part shown."""
-    from tracedagent._probe import http_failure
+    from tracedagent._export._probe import http_failure
 
     secret = "hunter2-hunter2-hunter2-hunter2-hunter2"
     check = _doctor.Check(name="x", url=f"http://user:{secret}@127.0.0.1:1/", service="jaeger",

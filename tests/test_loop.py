@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sample_tools import charge_card, flaky, no_refunds, refund, registry, search_help
 from tracedagent import (Agent, Budget, Completion, Registry, Step, Stop, ToolCall,
                          ToolError, ToolOutcome, ToolResult, tool)
-from tracedagent._run import canonical_arguments
+from tracedagent._core._run import canonical_arguments
 from tracedagent.testing import FakeModel, ScriptExhausted, tool_call
 
 

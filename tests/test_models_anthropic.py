@@ -14,7 +14,7 @@ from _anthropic_wire import FAKE_KEY, message, model_for, text, tool_use, use_ke
 from _fake_servers import serve
 from sample_tools import add, shout
 from tracedagent import Agent, ToolOutcome
-from tracedagent import _names as N
+from tracedagent._core import _names as N
 from tracedagent.models import AnthropicModel
 from tracedagent.models.anthropic import DEFAULT_MAX_TOKENS
 from tracedagent.testing import Recorder

@@ -28,7 +28,7 @@ import _openai_wire
 from _fake_servers import FAST_RETRY, FakeServer, Reply, json_reply, serve
 from sample_tools import add, shout
 from tracedagent import Agent, Budget, Completion, Model, Run, Stop
-from tracedagent import _names as N
+from tracedagent._core import _names as N
 from tracedagent.models import AnthropicModel, MalformedResponseError, OpenAIChatModel
 from tracedagent.testing import Recorder
 

@@ -13,7 +13,7 @@ from _fake_servers import json_reply, serve
 from _openai_wire import FAKE_KEY, answer, calls, model_for, use_key
 from sample_tools import add, shout
 from tracedagent import Agent, ToolOutcome
-from tracedagent import _names as N
+from tracedagent._core import _names as N
 from tracedagent.models import OpenAIChatModel
 from tracedagent.testing import Recorder
 

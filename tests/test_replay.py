@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from _fake_servers import RoutedServer
 from test_cli import assert_fails_cleanly, tracedagent
 from tracedagent import Agent, Budget, Completion, FatalToolError, Registry, Stop, ToolCall, ToolOutcome, tool
-from tracedagent import _names as N
-from tracedagent._demo import SCENARIOS, Recording, build_agent, run_scenario
-from tracedagent._otlp_json import OtlpJsonWriter
+from tracedagent._core import _names as N
+from tracedagent._cli._demo import SCENARIOS, Recording, build_agent, run_scenario
+from tracedagent._traces._otlp_json import OtlpJsonWriter
 from tracedagent.testing import FakeModel, Replay, ReplayMismatch, tool_call
 
 BY_NAME = {s.name: s for s in SCENARIOS}
@@ -260,7 +260,7 @@ def test_a_run_of_more_tool_calls_than_a_span_lists_replays(tmp_path):
 def test_real_tools_replay_the_model_against_your_tools(recorded, tmp_path):
     path, runs = recorded
     (tmp_path / "shop_tools.py").write_text(
-        "from tracedagent import Registry\nfrom tracedagent._scenarios import lookup_order\n"
+        "from tracedagent import Registry\nfrom tracedagent._cli._scenarios import lookup_order\n"
         "registry = Registry([lookup_order])\n"
         "def lookup_order_v2(order_id: str) -> str:\n    '''Look an order up.'''\n    return 'lost'\n"
         "from tracedagent import tool\nbroken = Registry([tool(name='lookup_order')(lookup_order_v2)])\n")
@@ -280,7 +280,7 @@ def test_real_tools_replay_the_model_against_your_tools(recorded, tmp_path):
 def test_real_tools_that_are_not_a_registry(recorded, tmp_path):
     path, runs = recorded
     trace = runs["help-desk"].trace_id
-    assert_fails_cleanly(tracedagent("replay", path, "--trace", trace, "--real-tools", "tracedagent._scenarios:lookup_order",
+    assert_fails_cleanly(tracedagent("replay", path, "--trace", trace, "--real-tools", "tracedagent._cli._scenarios:lookup_order",
                                      "-o", tmp_path / "t.py"), "is a function, not a tracedagent Registry")
     assert_fails_cleanly(tracedagent("replay", path, "--trace", trace, "--real-tools", "no_such_module:x",
                                      "-o", tmp_path / "t.py"), "cannot import it (ModuleNotFoundError")

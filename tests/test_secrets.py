@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tracedagent import _doctor
-from tracedagent._secrets import MASK, MIN_SECRET_LENGTH, redact
+from tracedagent._cli._main import _doctor
+from tracedagent._core._secrets import MASK, MIN_SECRET_LENGTH, redact
 from tracedagent.models._common import scrub_secrets
 
 

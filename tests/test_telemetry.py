@@ -14,7 +14,8 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusC
 
 from sample_tools import search_help
 from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
-from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, _telemetry
+from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall
+from tracedagent._instrumentation import _telemetry
 from tracedagent.testing import (FakeModel, Recorder, assert_never_executed, assert_requested, assert_span_tree,
                                  assert_stop, tool_call)
 

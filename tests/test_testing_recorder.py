@@ -11,7 +11,8 @@ from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 from sample_tools import lookup_order, no_refunds, refund
-from tracedagent import Agent, Budget, Registry, Stop, _names as N
+from tracedagent import Agent, Budget, Registry, Stop
+from tracedagent._core import _names as N
 from tracedagent.testing import ATTRIBUTE_ALIASES, FakeModel, Recorder, RunView, find_spans, tool_call
 
 

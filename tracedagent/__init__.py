@@ -4,13 +4,13 @@ Every run, step, model call and tool call is an OpenTelemetry span carrying the 
 named stop reason, tokens, cost, and requested-versus-executed tools.
 """
 
-from ._budget import Budget, Stop
-from ._configure import Telemetry, configure
-from ._loop import Agent
-from ._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, Usage
-from ._run import Run, Step
-from ._secrets import Redactor
-from ._tools import FatalToolError, Policy, Registry, Tool, ToolError, tool
+from ._core._budget import Budget, Stop
+from ._export._configure import Telemetry, configure
+from ._agent._loop import Agent
+from ._core._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, Usage
+from ._core._run import Run, Step
+from ._core._secrets import Redactor
+from ._core._tools import FatalToolError, Policy, Registry, Tool, ToolError, tool
 from ._version import __version__
 
 __all__ = [

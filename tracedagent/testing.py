@@ -14,7 +14,7 @@ The pytest plugin (``tracedagent.pytest_plugin``) hands each test a fresh record
 
 from __future__ import annotations
 
-from ._replay import Replay, ReplayError, ReplayMismatch
+from ._testing._replay import Replay, ReplayError, ReplayMismatch
 from ._testing._assertions import (RAN_OUTCOMES, SpanSpec, assert_never_executed, assert_requested,
                                    assert_span_tree, assert_stop)
 from ._testing._capture import GlobalCaptureWarning

@@ -10,7 +10,7 @@ import pytest
 
 from scenarios import RETURNED_STOPS
 from tracedagent import Stop
-from tracedagent import _names as N
+from tracedagent._core import _names as N
 
 from ._scale import (ANSWERED_PERCENT, DECISION_WAIT, GATEWAY_METRICS, SAMPLER_TAG, complete, eventually,
                      jaeger_trace, metric_sum, produce, settle, tags)

@@ -16,7 +16,7 @@ from typing import Any, Callable, TypeVar
 
 import pytest
 
-from tracedagent import _names as N
+from tracedagent._core import _names as N
 
 ROOT = Path(__file__).resolve().parents[2]
 OTLP_GRPC = os.environ.get("TRACEDAGENT_TEST_OTLP", "http://127.0.0.1:4317")

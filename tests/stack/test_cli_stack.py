@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from tracedagent import Stop
-from tracedagent import _names as N
-from tracedagent._demo import SCENARIOS
+from tracedagent._core import _names as N
+from tracedagent._cli._demo import SCENARIOS
 
 from ._stack import (ALERTMANAGER, HEALTH, JAEGER, OTLP_GRPC, OTLP_HTTP, PROMETHEUS, eventually, jaeger_trace,
                      jaeger_traces, prom_query, tracedagent)

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tracedagent import Stop
-from tracedagent._demo import SCENARIOS
+from tracedagent._cli._demo import SCENARIOS
 
 from ._stack import JAEGER, OTLP_GRPC, ROOT, eventually, get_json, prom_query, tracedagent
 

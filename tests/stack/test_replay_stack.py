@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from tracedagent import Stop
-from tracedagent._demo import SCENARIOS, build_agent, run_scenario
+from tracedagent._cli._demo import SCENARIOS, build_agent, run_scenario
 from tracedagent.testing import Replay
 
 from ._stack import JAEGER, eventually, jaeger_trace, tracedagent

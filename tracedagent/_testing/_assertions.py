@@ -11,9 +11,9 @@ from typing import Any, Sequence, Union
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from .. import _names as N
-from .._budget import Stop
-from .._records import ToolOutcome
+from .._core import _names as N
+from .._core._budget import Stop
+from .._core._records import ToolOutcome
 from ._recorder import Recorder
 from ._views import RunView
 

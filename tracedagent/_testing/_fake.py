@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Iterable, Union
 
-from .._records import Completion, Message, ToolCall, Usage
+from .._core._records import Completion, Message, ToolCall, Usage
 
 __all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens"]
 

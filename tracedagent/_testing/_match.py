@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from .. import _names as N
+from .._core import _names as N
 
 __all__ = ["ATTRIBUTE_ALIASES", "attribute_key", "attributes_match", "find_spans"]
 

@@ -7,8 +7,8 @@ from typing import Any, Callable, Iterable
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import format_trace_id
 
-from .. import _names as N
-from .._budget import Stop
+from .._core import _names as N
+from .._core._budget import Stop
 from ._match import find_spans
 
 __all__ = ["RunView", "render_tree", "is_run_span"]

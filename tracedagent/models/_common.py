@@ -13,8 +13,8 @@ from contextlib import contextmanager
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 from urllib.parse import urlsplit
 
-from .._records import Completion, Message, in_thread
-from .._secrets import redact
+from .._core._records import Completion, Message, in_thread
+from .._core._secrets import redact
 
 __all__ = ["SdkModel", "MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
            "encode_arguments", "server_of", "capped_timeout", "scrub_secrets"]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .._records import Completion, Message, ToolCall, Usage
+from .._core._records import Completion, Message, ToolCall, Usage
 from ._common import MalformedResponseError, SdkModel, decode_arguments, missing_sdk
 
 try:

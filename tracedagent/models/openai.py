@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Literal
 
-from .._records import Completion, Message, ToolCall, Usage
+from .._core._records import Completion, Message, ToolCall, Usage
 from ._common import MalformedResponseError, SdkModel, decode_arguments, encode_arguments, missing_sdk
 
 try:

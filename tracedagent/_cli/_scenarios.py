@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ._budget import Budget, Stop
-from ._records import Completion, ToolCall
-from ._tools import FatalToolError, Policy, ToolError
-from ._testing._fake import ScriptItem, tool_call
+from .._core._budget import Budget, Stop
+from .._core._records import Completion, ToolCall
+from .._core._tools import FatalToolError, Policy, ToolError
+from .._testing._fake import ScriptItem, tool_call
 
 __all__ = ["Scenario", "SCENARIOS", "SYSTEM_PROMPT"]
 

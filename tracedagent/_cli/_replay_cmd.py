@@ -18,10 +18,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ._recorded import Recording, ReplayError
+from .._traces._recorded import Recording, ReplayError
 from ._render import format_cost, stop_style, text
-from ._replay import first_divergence, load_spans
-from ._tools import Registry
+from .._testing._replay import first_divergence, load_spans
+from .._core._tools import Registry
 
 __all__ = ["load_recording", "write_test", "diff_view", "default_test_path"]
 

@@ -52,11 +52,11 @@ from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, OTELResou
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from . import _names as N
+from .._core import _names as N
 from . import _sigterm
 from ._endpoints import PROTOCOLS, ExportTarget, export_target, metrics_wanted, traces_wanted, warn_about
 from ._exporters import Collector, GuardedExporter, guarded_exporter, report_hung
-from ._secrets import redact
+from .._core._secrets import redact
 
 __all__ = ["Telemetry", "configure"]
 

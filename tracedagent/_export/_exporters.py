@@ -27,10 +27,10 @@ from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult,
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from . import _names as N
+from .._core import _names as N
 from ._endpoints import LOG_START_HINT, TLS_ADVICE, ExportTarget
 from ._probe import Answer, Failure, ask
-from ._secrets import redact
+from .._core._secrets import redact
 
 __all__ = ["Collector", "GuardedExporter", "guarded_exporter", "report_hung"]
 

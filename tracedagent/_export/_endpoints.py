@@ -20,8 +20,8 @@ from urllib.parse import SplitResult, unquote_plus, urlsplit
 
 from opentelemetry.util.re import parse_env_headers
 
-from . import _names as N
-from ._secrets import MASK, Redactor
+from .._core import _names as N
+from .._core._secrets import MASK, Redactor
 
 __all__ = ["COMPOSE_UP", "LOG_START_HINT", "PROTOCOLS", "START_THE_STACK", "TLS_ADVICE", "ExportTarget",
            "export_target", "metrics_wanted", "secret_values", "shown_url", "split_url", "start_service",

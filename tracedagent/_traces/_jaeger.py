@@ -28,9 +28,9 @@ import urllib.error
 import urllib.parse
 from typing import Any, Mapping
 
-from . import _http
-from . import _names as N
-from ._endpoints import shown_url
+from .._export import _http
+from .._core import _names as N
+from .._export._endpoints import shown_url
 from ._otlp_json import MAX_TIME_NS, integer, parse_json
 from ._trace import SpanEvent, SpanRecord
 

@@ -14,7 +14,7 @@ import inspect
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Protocol, overload
+from typing import Any, Awaitable, Callable, ClassVar, Iterable, Protocol, overload
 
 from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type, in_thread, message_of
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
@@ -54,6 +54,10 @@ class Tool:
     """Seconds one call may take. ``arun`` cancels a call that runs longer (outcome
     ``timeout``), as ``run`` does for an async tool; a running sync function cannot be
     stopped, so in ``run`` it is not enforced for one."""
+
+    ends_itself_at_deadline: ClassVar[bool] = False
+    """A tool that stops itself at the run's deadline (a sub-agent, whose run inherits it and is
+    recorded as ``time_budget_exhausted``): the driver does not cut it from outside."""
 
     @functools.cached_property
     def is_async(self) -> bool:
@@ -123,6 +127,12 @@ class Registry:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def deadline_for(self, call: ToolCall, deadline: float | None) -> float | None:
+        """When the driver cuts ``call`` off: the run's ``deadline``, unless its tool stops
+        itself there (``Tool.ends_itself_at_deadline``)."""
+        found = self._tools.get(call.name)
+        return None if found is not None and found.ends_itself_at_deadline else deadline
 
     def schemas(self) -> list[dict[str, Any]]:
         """Tool definitions for the model; empty when there are no tools. Built once (the

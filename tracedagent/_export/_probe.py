@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
 from . import _http
-from . import _names as N
+from .._core import _names as N
 from ._endpoints import ExportTarget
-from ._secrets import redact
+from .._core._secrets import redact
 
 __all__ = ["Answer", "Failure", "ask", "http_failure"]
 

@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ._render import format_cost, format_duration, printable, stop_style, text
-from ._trace import RunSummary
+from .._traces._trace import RunSummary
 
 __all__ = ["Listing", "SHORT_ID_DIGITS"]
 

@@ -23,14 +23,14 @@ from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from ._loop import Agent
-from ._otlp_json import OtlpJsonWriter, decode, encode
+from .._agent._loop import Agent
+from .._traces._otlp_json import OtlpJsonWriter, decode, encode
 from ._render import StopTally
-from ._trace import Trace
-from ._run import Run
+from .._traces._trace import Trace
+from .._core._run import Run
 from ._scenarios import SCENARIOS, SYSTEM_PROMPT, Scenario
-from ._testing._fake import FakeModel, ScriptItem
-from ._tools import Registry, Tool, tool
+from .._testing._fake import FakeModel, ScriptItem
+from .._core._tools import Registry, Tool, tool
 
 __all__ = ["Scenario", "SCENARIOS", "build_agent", "run_scenario", "run_plan", "Recording"]
 

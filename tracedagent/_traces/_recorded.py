@@ -21,11 +21,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from . import _names as N
-from ._budget import Budget, Stop
-from ._content import is_truncated
+from .._core import _names as N
+from .._core._budget import Budget, Stop
+from .._instrumentation._content import is_truncated
 from ._otlp_json import parse_json
-from ._records import Message, ToolOutcome
+from .._core._records import Message, ToolOutcome
 from ._trace import (SpanRecord, Trace, finite_or_none, int_or_none, is_int, list_or_empty, str_or_none,
                      string_list)
 

@@ -39,21 +39,23 @@ from rich.console import Console, Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import _doctor, _options, _replay_cmd
-from . import _names as N
-from ._budget import Stop
-from ._configure import Telemetry, configure
-from ._endpoints import START_THE_STACK, export_target, shown_url
+from . import _doctor
+from . import _options
+from . import _replay_cmd
+from .._core import _names as N
+from .._core._budget import Stop
+from .._export._configure import Telemetry, configure
+from .._export._endpoints import START_THE_STACK, export_target, shown_url
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
-from ._jaeger import JaegerClient, JaegerError
+from .._traces._jaeger import JaegerClient, JaegerError
 from ._listing import SHORT_ID_DIGITS, Listing
-from ._loop import Agent
-from ._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
-from ._recorded import ReplayError
+from .._agent._loop import Agent
+from .._traces._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
+from .._traces._recorded import ReplayError
 from ._render import printable, runs_table, stop_counts_table, text, trace_tree
-from ._trace import Trace, group_traces
-from ._run import Run
-from ._version import __version__
+from .._traces._trace import Trace, group_traces
+from .._core._run import Run
+from .._version import __version__
 
 __all__ = ["main", "cli"]
 

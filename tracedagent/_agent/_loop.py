@@ -14,14 +14,14 @@ from typing import Any, Callable, Iterable, Sequence
 
 from opentelemetry import metrics, trace
 
-from ._budget import Budget, Stop
-from ._instrumented import InstrumentedModel, InstrumentedRegistry
-from ._records import Message, Model, being_cancelled
-from ._run import Run, RunState, current_run, initial_messages
-from ._spans import DeadlineExceeded, RunScope, failure_kind
+from .._core._budget import Budget, Stop
+from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
+from .._core._records import Message, Model, being_cancelled
+from .._core._run import Run, RunState, current_run, initial_messages
+from .._instrumentation._spans import DeadlineExceeded, RunScope, failure_kind
 from ._team import agent_tool
-from ._telemetry import AgentTelemetry
-from ._tools import Registry, Tool
+from .._instrumentation._telemetry import AgentTelemetry
+from .._core._tools import Registry, Tool
 
 __all__ = ["Agent"]
 

@@ -20,11 +20,11 @@ from typing import Any, Callable
 
 from opentelemetry import metrics, trace
 
-from . import _names as N
-from ._budget import Budget
+from .._core import _names as N
+from .._core._budget import Budget
 from ._content import ContentCapture, truncate
-from ._records import Model
-from ._version import __version__
+from .._core._records import Model
+from .._version import __version__
 
 __all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "bounded",
            "tool_list_attributes"]

@@ -32,7 +32,7 @@ import time
 from types import FrameType
 from typing import Callable, Iterable
 
-from . import _names as N
+from .._core import _names as N
 
 __all__ = ["forget", "wanted", "watch"]
 

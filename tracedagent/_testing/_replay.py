@@ -42,22 +42,22 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import _names as N
-from ._jaeger import JaegerClient, JaegerError
-from ._loop import Agent
-from ._otlp_json import OtlpJsonError, read_file
-from ._records import Completion, ToolCall, ToolOutcome, Usage, error_type
-from ._recorded import TOOL_LISTS, RecordedCall, RecordedStep, Recording, ReplayError
-from ._render import printable
-from ._run import Run, canonical_arguments
-from ._spans import DeadlineExceeded
-from ._telemetry import tool_list_attributes
-from ._testing._fake import FakeModel
-from ._tools import Cut, FatalToolError, Registry, Tool, ToolError
-from ._trace import SpanRecord, group_traces
+from .._core import _names as N
+from .._traces._jaeger import JaegerClient, JaegerError
+from .._agent._loop import Agent
+from .._traces._otlp_json import OtlpJsonError, read_file
+from .._core._records import Completion, ToolCall, ToolOutcome, Usage, error_type
+from .._traces._recorded import TOOL_LISTS, RecordedCall, RecordedStep, Recording, ReplayError
+from .._traces._printable import printable
+from .._core._run import Run, canonical_arguments
+from .._instrumentation._spans import DeadlineExceeded
+from .._instrumentation._telemetry import tool_list_attributes
+from ._fake import FakeModel
+from .._core._tools import Cut, FatalToolError, Registry, Tool, ToolError
+from .._traces._trace import SpanRecord, group_traces
 
 if TYPE_CHECKING:
-    from ._testing._fake import ScriptItem
+    from ._fake import ScriptItem
 
 __all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step", "steps_of",
            "tool_lists_of"]

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Mapping
 
-from . import _names as N
-from ._records import Completion, Message
-from ._secrets import MASK, Redactor
+from .._core import _names as N
+from .._core._records import Completion, Message
+from .._core._secrets import MASK, Redactor
 
 __all__ = ["ContentCapture", "encodable", "truncate", "is_truncated"]
 

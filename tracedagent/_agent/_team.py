@@ -14,17 +14,21 @@ counts its usage in the caller's totals. How its stop reaches the caller:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import ClassVar, Protocol
 
 from opentelemetry import trace
 
-from . import _names as N
-from ._budget import Budget, Stop
-from ._telemetry import guard
-from ._tools import FatalToolError, Tool, ToolError
+from .._core import _names as N
+from .._core._budget import Budget, Stop
+from .._core._run import Run
+from .._instrumentation._telemetry import guard
+from .._core._tools import FatalToolError, Tool, ToolError
 
-if TYPE_CHECKING:
-    from ._loop import Agent
+
+class _Runs(Protocol):
+    """What a sub-agent's tool needs of its ``Agent``: ``arun``."""
+
+    async def arun(self, task: str, *, budget: Budget | None = None) -> Run: ...
 
 __all__ = ["agent_tool", "SubAgentTool"]
 
@@ -38,8 +42,10 @@ class SubAgentTool(Tool):
     there, recorded as ``time_budget_exhausted`` and counted in the caller's totals, so the
     caller's ``arun`` does not cut the call from outside (which would cancel the run instead)."""
 
+    ends_itself_at_deadline: ClassVar[bool] = True
 
-def agent_tool(agent: Agent, *, name: str, description: str, budget: Budget | None,
+
+def agent_tool(agent: _Runs, *, name: str, description: str, budget: Budget | None,
                fatal_is_fatal: bool = True) -> Tool:
     """See ``Agent.as_tool``."""
 

@@ -14,12 +14,11 @@ import inspect
 import time
 from typing import Any, Awaitable, Sequence, TypeVar
 
-from ._records import (Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, cancel_requests,
+from .._core._records import (Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, cancel_requests,
                        check_completion, in_thread)
 from ._spans import ChatScope, DeadlineExceeded, ToolScope, failure_kind
-from ._team import SubAgentTool
 from ._telemetry import AgentTelemetry
-from ._tools import Cut, Registry, until
+from .._core._tools import Cut, Registry, until
 
 __all__ = ["InstrumentedModel", "InstrumentedRegistry"]
 
@@ -141,8 +140,7 @@ class InstrumentedRegistry:
     async def adispatch(self, call: ToolCall, deadline: float | None = None) -> ToolResult:
         """One call; if the run's deadline cuts it off, its result says so (outcome ``timeout``)."""
         scope = ToolScope(self._t, call, known=call.name in self.wrapped)
-        if isinstance(self.wrapped.get(call.name), SubAgentTool):
-            deadline = None  # it stops itself at the deadline it inherits, its own run recorded
+        deadline = self.wrapped.deadline_for(call, deadline)
         try:
             result = await _before(deadline, self.wrapped.adispatch(call))
         except DeadlineExceeded:

@@ -44,12 +44,12 @@ from typing import Callable, Sequence
 from rich.table import Table
 from rich.text import Text
 
-from . import _http
-from . import _names as N
-from ._endpoints import (TLS_ADVICE, ExportTarget, export_target, metrics_wanted, secret_values, shown_url,
+from .._export import _http
+from .._core import _names as N
+from .._export._endpoints import (TLS_ADVICE, ExportTarget, export_target, metrics_wanted, secret_values, shown_url,
                          start_service, traces_wanted, warn_about)
-from ._probe import Answer, Failure, ask, http_failure
-from ._secrets import redact
+from .._export._probe import Answer, Failure, ask, http_failure
+from .._core._secrets import redact
 
 __all__ = ["Check", "Outcome", "plan", "run", "table"]
 

@@ -17,11 +17,11 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 
-from . import _names as N
-from ._budget import Budget, Stop
+from .._core import _names as N
+from .._core._budget import Budget, Stop
 from ._content import ContentCapture
-from ._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
-from ._run import Run, Step
+from .._core._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
+from .._core._run import Run, Step
 from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
 
 __all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "DeadlineExceeded", "failure_kind"]

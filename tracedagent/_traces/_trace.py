@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from . import _names as N
+from .._core import _names as N
 
 __all__ = ["SpanEvent", "SpanRecord", "Trace", "RunSummary", "group_traces", "is_int", "int_or_none", "finite_or_none",
            "str_or_none", "list_or_empty", "string_list"]

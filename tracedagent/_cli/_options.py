@@ -9,9 +9,9 @@ from typing import Any, Callable
 import click
 from opentelemetry.sdk.resources import SERVICE_NAME
 
-from . import _names as N
-from ._configure import resource_for
-from ._endpoints import split_url
+from .._core import _names as N
+from .._export._configure import resource_for
+from .._export._endpoints import split_url
 
 __all__ = ["url", "jaeger_option", "otlp_options", "service_option", "service_name", "trace_id", "since"]
 

@@ -1,0 +1,15 @@
+"""The loop's core: records, budgets, tools and the state of a run. Imports nothing of tracedagent.
+
+Owns what a run *is* and every decision taken on it, with no telemetry and no I/O:
+
+* ``_records`` - the shapes that cross the model boundary (``Message``, ``Completion``,
+  ``ToolCall``, ``ToolResult``, ``Usage``) and the ``Model`` protocol.
+* ``_budget`` - ``Budget`` (the ceilings and prices) and ``Stop`` (every named exit).
+* ``_run`` - ``RunState``, which makes every decision a driver takes, and the ``Run`` and
+  ``Step`` records it builds.
+* ``_tools`` / ``_schemas`` - ``Tool``, ``Registry``, ``Policy``, argument schemas from type hints.
+* ``_names`` - every attribute, metric, event and environment-variable name, in one place.
+* ``_secrets`` - the ``Redactor`` that blanks credential shapes in captured text.
+
+May import: the standard library only. Everything else in the package may import it.
+"""
