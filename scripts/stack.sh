@@ -9,6 +9,9 @@
 #   otelcol        Go build by ocb (collector/builder.yaml)      collector/otelcol.yaml    4317/4318 OTLP in, 8889 metrics, 13133 health
 #   alertmanager   Debian package prometheus-alertmanager        collector/alertmanager.yml 9093
 #   prometheus     Debian package prometheus (+ promtool)        collector/prometheus.yml  9090
+#   temporal       Go build of the Temporal CLI (go install)     flags below               7233 gRPC frontend, 7243 HTTP API/health, 7235 metrics
+#                  `temporal server start-dev`: Temporal's development server, SQLite in .stack/data/temporal,
+#                  no web UI (--headless); for tracedagent.temporal's durable runs (docs/temporal.md)
 #
 # Usage: scripts/stack.sh packages|build|up|down|restart|status|smoke   (or make stack-up, ...)
 #   packages  install the pinned Debian packages (prometheus, promtool, alertmanager) if missing
@@ -34,6 +37,7 @@ JAEGER_MODULE_VERSION=v1.75.0         # ... = this Go module version (tools/jaeg
 OTELCOL_VERSION=0.165.0               # collector release: ocb and core components (collector/builder.yaml must say the same)
 PROMETHEUS_DEB_VERSION=2.42.0+ds-5+deb12u1     # Debian 12 package `prometheus` (prometheus + promtool)
 ALERTMANAGER_DEB_VERSION=0.25.0-1+b4           # Debian 12 package `prometheus-alertmanager`
+TEMPORAL_CLI_VERSION=1.5.1            # github.com/temporalio/cli (its dev server: Temporal Server 1.29)
 
 # ---------------------------------------------------------------------------
 # Paths
@@ -53,8 +57,9 @@ JAEGER_BIN="$BIN/jaeger-$JAEGER_VERSION"
 OTELCOL_BIN="$BIN/otelcol-tracedagent-$OTELCOL_VERSION-$(sha256sum "$CONF/builder.yaml" | cut -c1-12)"
 PROMETHEUS_BIN=/usr/bin/prometheus
 ALERTMANAGER_BIN=/usr/bin/prometheus-alertmanager
+TEMPORAL_BIN="$BIN/temporal-$TEMPORAL_CLI_VERSION"
 
-SERVICES=(jaeger otelcol alertmanager prometheus)   # start order; stopped in reverse
+SERVICES=(jaeger otelcol alertmanager prometheus temporal)   # start order; stopped in reverse
 
 # The collector's feature gates (docker-compose.yml passes the same): span metrics carry no
 # resource attributes, so the series of a service are not tied to the process that sent
@@ -71,6 +76,8 @@ health_url() {
     otelcol)      echo "http://127.0.0.1:13133/" ;;
     alertmanager) echo "http://127.0.0.1:9093/-/ready" ;;
     prometheus)   echo "http://127.0.0.1:9090/-/ready" ;;
+    # The HTTP API answers for the default namespace once the server can take workflows.
+    temporal)     echo "http://127.0.0.1:7243/api/v1/namespaces/default" ;;
   esac
 }
 
@@ -81,6 +88,7 @@ ports_of() {
     otelcol)      echo "4317 4318 8889 8888 13133" ;;
     alertmanager) echo "9093" ;;
     prometheus)   echo "9090" ;;
+    temporal)     echo "7233 7243 7235" ;;
   esac
 }
 
@@ -105,6 +113,14 @@ set_cmd() {
         --storage.tsdb.retention.time=7d
         --web.listen-address=127.0.0.1:9090
         --web.enable-lifecycle)        # POST /-/reload re-reads prometheus.yml and alerts.yml
+      ;;
+    temporal)
+      # Every listener on 127.0.0.1 (its cluster-internal ports too: --ip is the bind address).
+      CMD=("$TEMPORAL_BIN" server start-dev
+        --ip 127.0.0.1 --port 7233 --http-port 7243 --metrics-port 7235
+        --headless                      # no web UI: nothing listens on 8233
+        --db-filename "$DATA/temporal/temporal.sqlite"   # workflows survive a restart
+        --log-level warn)
       ;;
   esac
 }
@@ -212,6 +228,21 @@ build_collector() {
   log "built $binary in $((SECONDS - start)) s"
 }
 
+# The Temporal CLI (its `server start-dev` is the development server): a plain `go install`
+# of the pinned module version from the Go module proxy, so that a warm Go build cache makes
+# it a link step (about 15 s) and a cold one a full build (several minutes).
+build_temporal() {
+  [[ -x $TEMPORAL_BIN ]] && return 0
+  need_go
+  log "building the Temporal CLI $TEMPORAL_CLI_VERSION (first time only) ..."
+  local start=$SECONDS gobin="$CACHE/build/temporal-gobin"
+  mkdir -p "$gobin"
+  GOBIN="$gobin" go install "github.com/temporalio/cli/cmd/temporal@v$TEMPORAL_CLI_VERSION" ||
+    die "building the Temporal CLI failed"
+  mv "$gobin/temporal" "$TEMPORAL_BIN"
+  log "built $TEMPORAL_BIN in $((SECONDS - start)) s"
+}
+
 cmd_build() {
   mkdir -p "$BIN" "$CACHE/build"
   check_pins
@@ -219,6 +250,7 @@ cmd_build() {
   # One after the other: on 2 cores, building both at once measured no faster.
   build_jaeger
   build_collector
+  build_temporal
   log "binaries ready in $BIN"
 }
 
@@ -340,7 +372,8 @@ stop_service() {
 cmd_up() {
   local start=$SECONDS
   cmd_build
-  mkdir -p "$RUN" "$LOGS" "$DATA/jaeger/keys" "$DATA/jaeger/values" "$DATA/prometheus" "$DATA/alertmanager"
+  mkdir -p "$RUN" "$LOGS" "$DATA/jaeger/keys" "$DATA/jaeger/values" "$DATA/prometheus" "$DATA/alertmanager" \
+    "$DATA/temporal"
   local name
   for name in "${SERVICES[@]}"; do
     check_ports_free "$name"   # all checked before anything starts
@@ -352,6 +385,7 @@ cmd_up() {
   log "stack up in $((SECONDS - start)) s:"
   log "  OTLP gRPC 127.0.0.1:4317, OTLP HTTP 127.0.0.1:4318 (collector)"
   log "  Jaeger http://127.0.0.1:16686  Prometheus http://127.0.0.1:9090  Alertmanager http://127.0.0.1:9093"
+  log "  Temporal 127.0.0.1:7233 (gRPC frontend; HTTP API http://127.0.0.1:7243)"
 }
 
 cmd_down() {

@@ -366,3 +366,33 @@ def test_a_grpc_endpoint_without_scheme_is_checked_with_tls_unless_insecure(stub
                              "reachable" if reachable else "unreachable"), result.stdout
     if not reachable:
         assert "OTEL_EXPORTER_OTLP_INSECURE=true" in result.stdout
+
+
+# --- Temporal: checked only when named ------------------------------------------------------
+
+def test_temporal_is_checked_only_when_an_address_is_named(monkeypatch):
+    monkeypatch.delenv(N.ENV_TEMPORAL_ADDRESS, raising=False)
+    names = [c.name for c in _doctor.plan(otlp=None, protocol=None, collector_health="http://h", jaeger="http://j",
+                                          prometheus="http://p", alertmanager="http://a")]
+    assert "Temporal frontend" not in names
+    checks = _doctor.plan(otlp=None, protocol=None, collector_health="http://h", jaeger="http://j",
+                          prometheus="http://p", alertmanager="http://a", temporal="127.0.0.1:7233")
+    assert [c.name for c in checks][-1] == "Temporal frontend" and checks[-1].service == "temporal"
+
+
+def test_a_temporal_address_from_the_variable_that_nothing_answers_is_unreachable_with_how_to_start_it():
+    port = closed_port()
+    result = doctor("--otlp", f"http://127.0.0.1:{closed_port()}", "--timeout", "0.5",
+                    env={N.ENV_TEMPORAL_ADDRESS: f"127.0.0.1:{port}"})
+    assert result.returncode == 1
+    row = next(line for line in result.stdout.splitlines() if "Temporal frontend" in line)
+    assert f"127.0.0.1:{port}" in row and "unreachable" in row and "gRPC UNAVAILABLE" in row
+    assert "make stack-up" in result.stdout
+
+
+def test_a_grpc_server_that_is_not_temporal_is_named_for_what_it_is():
+    """The collector's OTLP gRPC receiver answers gRPC but has no health service."""
+    with GrpcReceiver() as receiver:
+        result = doctor("--otlp", receiver.endpoint, "--timeout", "2", "--temporal", receiver.endpoint.split("//")[-1])
+    row = next(line for line in result.stdout.splitlines() if "Temporal frontend" in line)
+    assert "unreachable" in row and "no health check" in row

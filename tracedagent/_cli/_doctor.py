@@ -14,7 +14,11 @@ collector health       ``GET`` of the ``health_check`` extension                
 Jaeger                 ``GET /api/services``                                       HTTP 200, Jaeger's JSON
 Prometheus             ``GET /-/ready``                                            HTTP 200
 Alertmanager           ``GET /-/ready``                                            HTTP 200
+Temporal (if named)    gRPC ``grpc.health.v1.Health/Check`` of the WorkflowService   ``SERVING``
 =====================  ==========================================================  ===================
+
+Temporal is checked only when an address is named (``--temporal`` or
+``TRACEDAGENT_TEMPORAL_ADDRESS``): most users of the telemetry run no Temporal at all.
 
 The OTLP endpoints are exactly the ones ``configure()`` would export to - the same
 ``export_target`` resolves both - and the requests carry the same OTLP headers. An empty
@@ -54,7 +58,7 @@ from .._core._secrets import redact
 __all__ = ["Check", "Outcome", "plan", "run", "table"]
 
 _COMPOSE_SERVICE = {"collector": "otel-collector", "jaeger": "jaeger", "prometheus": "prometheus",
-                    "alertmanager": "alertmanager"}
+                    "alertmanager": "alertmanager", "temporal": "temporal"}
 """docker-compose.yml's name for each service of the stack."""
 
 _PROTOCOL_LABEL = {N.PROTOCOL_GRPC: "OTLP gRPC", N.PROTOCOL_HTTP: "OTLP/HTTP"}
@@ -105,15 +109,20 @@ class Check:
 # --- what to check -----------------------------------------------------------------------
 
 def plan(*, otlp: str | None, protocol: str | None, collector_health: str, jaeger: str, prometheus: str,
-         alertmanager: str) -> list[Check]:
+         alertmanager: str, temporal: str | None = None) -> list[Check]:
     """The checks for these endpoints: the collector's OTLP receivers (as ``configure`` would
-    resolve ``otlp`` and ``protocol``), then its health, Jaeger, Prometheus and Alertmanager."""
+    resolve ``otlp`` and ``protocol``), then its health, Jaeger, Prometheus and Alertmanager,
+    and the Temporal frontend at ``temporal`` (``HOST:PORT``) when one is named."""
+    temporal_checks = [] if not temporal else [Check(
+        name="Temporal frontend", url=temporal, service="temporal",
+        probe=functools.partial(_temporal_health, temporal))]
     return [
         *_otlp_checks(otlp, protocol),
         _get_check("collector health", collector_health, "collector"),
         _get_check("Jaeger query API", _join(jaeger, "api/services"), "jaeger", jaeger_json=True),
         _get_check("Prometheus", _join(prometheus, "-/ready"), "prometheus"),
         _get_check("Alertmanager", _join(alertmanager, "-/ready"), "alertmanager"),
+        *temporal_checks,
     ]
 
 
@@ -252,6 +261,35 @@ def _get(url: str, timeout: float, *, name: str, jaeger_json: bool = False, secr
         return Outcome(reachable=True, detail=f"HTTP 200 in {_ms_since(started)}; "
                                               f"{count} service{'s' if count != 1 else ''} with traces")
     return Outcome(reachable=True, detail=f"HTTP 200 in {_ms_since(started)}")
+
+
+def _temporal_health(address: str, timeout: float) -> Outcome:
+    """The standard gRPC health check of Temporal's WorkflowService, with the request and the
+    answer written by hand (a string field 1 out, an enum field 1 back: 1 is ``SERVING``), so the
+    doctor needs neither the Temporal SDK nor grpcio-health-checking."""
+    import grpc  # the OTLP gRPC exporter's dependency; imported only when Temporal is checked
+
+    started = time.monotonic()
+    service = N.TEMPORAL_HEALTH_SERVICE.encode()
+    channel = grpc.insecure_channel(address)
+    try:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                    request_serializer=lambda body: body, response_deserializer=lambda body: body)
+        answer = check(b"\x0a" + bytes([len(service)]) + service, timeout=timeout)
+    except grpc.RpcError as exc:
+        code = exc.code() if hasattr(exc, "code") else None
+        name = getattr(code, "name", "an error")
+        if code == grpc.StatusCode.UNIMPLEMENTED:
+            return Outcome(reachable=False, detail="gRPC answers, but has no health check",
+                           hint="is this Temporal's frontend port (7233)?")
+        return Outcome(reachable=False, detail=f"gRPC {name}")
+    except ValueError as exc:  # an address grpc cannot parse
+        return Outcome(reachable=False, detail=f"not an address ({type(exc).__name__})", hint="expected HOST:PORT")
+    finally:
+        channel.close()
+    if answer != b"\x08\x01":
+        return Outcome(reachable=False, detail="the WorkflowService is not serving", hint="starting? try again soon")
+    return Outcome(reachable=True, detail=f"SERVING in {_ms_since(started)}")
 
 
 def _ms_since(started: float) -> str:

@@ -389,10 +389,12 @@ def diff(a: str, b: str, file: Path | None, jaeger_url: str) -> None:
 @click.option("--alertmanager", "alertmanager_url", metavar="URL", envvar=N.ENV_ALERTMANAGER_URL,
               default=N.DEFAULT_ALERTMANAGER_URL, show_default=True, callback=_options.url,
               help=f"Alertmanager (env {N.ENV_ALERTMANAGER_URL}).")
+@click.option("--temporal", envvar=N.ENV_TEMPORAL_ADDRESS, default=None, metavar="HOST:PORT",
+              help=f"Temporal's frontend, checked only when named (env {N.ENV_TEMPORAL_ADDRESS}).")
 @click.option("--timeout", type=click.FloatRange(0.1, 60), default=N.DOCTOR_TIMEOUT, show_default=True,
               metavar="SECONDS", help="How long each check may take (they all run at once).")
 def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: str, jaeger_url: str,
-           prometheus_url: str, alertmanager_url: str, timeout: float) -> None:
+           prometheus_url: str, alertmanager_url: str, temporal: str | None, timeout: float) -> None:
     """Check that every endpoint the telemetry goes to answers; say how to start what does not.
 
     The OTLP endpoints are the ones `tracedagent.configure()` would export to (from --otlp and
@@ -401,7 +403,8 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
     """
     try:
         checks = _doctor.plan(otlp=otlp_endpoint, protocol=protocol, collector_health=collector_health,
-                              jaeger=jaeger_url, prometheus=prometheus_url, alertmanager=alertmanager_url)
+                              jaeger=jaeger_url, prometheus=prometheus_url, alertmanager=alertmanager_url,
+                              temporal=temporal)
     except ValueError as exc:  # a variable's OTLP endpoint that is not a URL (the options were checked)
         raise CliError(str(exc)) from None
     started = time.perf_counter()

@@ -221,6 +221,13 @@ ENV_PROMETHEUS_URL = "TRACEDAGENT_PROMETHEUS_URL"
 DEFAULT_ALERTMANAGER_URL = "http://127.0.0.1:9093"
 ENV_ALERTMANAGER_URL = "TRACEDAGENT_ALERTMANAGER_URL"
 """Overrides ``DEFAULT_ALERTMANAGER_URL`` (``--alertmanager`` overrides both)."""
+ENV_TEMPORAL_ADDRESS = "TRACEDAGENT_TEMPORAL_ADDRESS"
+"""The Temporal frontend (``HOST:PORT``, gRPC) that ``tracedagent.temporal``'s workers and clients
+use; when it is set (or ``--temporal`` is given), ``tracedagent doctor`` checks it too."""
+DEFAULT_TEMPORAL_ADDRESS = "127.0.0.1:7233"
+"""The development server ``make stack-up`` starts (``temporal server start-dev``)."""
+TEMPORAL_HEALTH_SERVICE = "temporal.api.workflowservice.v1.WorkflowService"
+"""The service name Temporal's frontend answers the standard gRPC health check for."""
 DOCTOR_TIMEOUT = 2.0
 """Seconds each of ``tracedagent doctor``'s checks may take; they run at once, so this bounds the whole."""
 
