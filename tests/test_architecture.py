@@ -22,6 +22,10 @@ LAYERS: dict[str, set[str]] = {
     "_testing": {"_core", "_instrumentation", "_agent", "_export", "_traces"},
     "_cli": {"_core", "_instrumentation", "_agent", "_export", "_traces", "_testing"},
     "models": {"_core"},
+    # A Temporal workflow is a driver of the loop (docs/architecture.md, "A new driver"): it
+    # makes the same RunState decisions and opens the same span scopes as Agent.arun, and it
+    # hosts Agents (the public class) by name.
+    "temporal": {"_core", "_instrumentation", "_agent"},
 }
 """Integrations (``models``, and later ``mcp`` and ``temporal``) sit on the public surface and
 the core; the top-level modules (``__init__``, ``testing``, ``pytest_plugin``) re-export."""

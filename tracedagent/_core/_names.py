@@ -100,6 +100,25 @@ TOOLS_MAX_CONCURRENCY = "tracedagent.tools.max_concurrency"
 """On an ``arun`` run's span, when parallel calls were limited: at most this many at once."""
 DRIVER_RUN = "run"
 DRIVER_ARUN = "arun"
+
+# tracedagent.temporal (docs/temporal.md): a run driven by a Temporal workflow is an ``arun``
+# run (its driver attribute says so, and replay plays it so); these say where it ran.
+TEMPORAL_WORKFLOW_ID = "tracedagent.temporal.workflow_id"
+"""On the run span and the client's span: the workflow that drove the run (find it in Temporal)."""
+TEMPORAL_TASK_QUEUE = "tracedagent.temporal.task_queue"
+"""On the run span and the client's span: the task queue its workers poll."""
+TEMPORAL_ATTEMPT = "tracedagent.temporal.attempt"
+"""On a chat or tool span made in an activity: the activity's attempt, 1 first. A retried
+activity (its worker died, or it timed out) is a second span with attempt 2, never a silent
+duplicate; an attempt whose worker died before its span ended has no span."""
+TEMPORAL_CLIENT_SPAN = "run_on_temporal"
+"""The client's span (``run_on_temporal {agent}``): the run span's parent, wherever it runs."""
+TEMPORAL_WORKFLOW = "tracedagent.run"
+"""The workflow type that drives an agent's run."""
+TEMPORAL_MODEL_ACTIVITY = "tracedagent.model_call"
+TEMPORAL_TOOL_ACTIVITY = "tracedagent.tool_call"
+TEMPORAL_APPROVAL_SIGNAL = "tracedagent.approve"
+TEMPORAL_DEFAULT_TASK_QUEUE = "tracedagent"
 STEP_INDEX = "tracedagent.step.index"
 STEP_INPUT_TOKENS = "tracedagent.step.input_tokens"
 STEP_OUTPUT_TOKENS = "tracedagent.step.output_tokens"

@@ -1,0 +1,104 @@
+"""Runs on the real Temporal dev server (``make stack-up`` starts it), workers in this process:
+every stop reason gives the same ``Run`` and the same span tree as ``arun``; a worker that
+keeps no workflow in its cache replays the whole history at every step and still emits each
+span once; the client, run, step, chat and tool spans are one trace."""
+
+from __future__ import annotations
+
+import collections
+import uuid
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
+from tracedagent import Agent, Budget, Stop
+from tracedagent._core import _names as N
+from tracedagent.testing import FakeModel, tool_call
+
+from ._temporal import TEMPORAL, require_temporal, run_facts, tree
+
+temporalio = pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped in CI
+from temporalio.client import Client  # noqa: E402
+
+from tracedagent.temporal import run_on_temporal, worker  # noqa: E402
+
+
+@pytest.fixture
+async def client():
+    require_temporal()
+    return await Client.connect(TEMPORAL)
+
+
+def recording() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def name() -> str:
+    return f"agent-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize("stop", sorted(RETURNED_STOPS, key=lambda s: s.value))
+async def test_each_stop_reason_gives_the_same_run_and_span_tree_as_arun(client, stop):
+    make, budget, _ = SCENARIOS[stop]
+    script = make()  # the same turns (and call ids) for both runs
+    here, here_spans = recording()
+    there, there_spans = recording()
+    agent_name = name()
+    local = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=here)
+    durable = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=there)
+    queue = f"q-{uuid.uuid4().hex}"
+    expected = await local.arun("help me")
+    async with worker(client, [durable], task_queue=queue):
+        run = await run_on_temporal(client, agent_name, "help me", task_queue=queue, tracer_provider=there)
+    assert run.stop is stop
+    assert run_facts(run) == run_facts(expected)
+    assert tree(list(there_spans.get_finished_spans())) == tree(list(here_spans.get_finished_spans()))
+    spans = there_spans.get_finished_spans()
+    assert len({s.context.trace_id for s in spans}) == 1 and run.trace_id == format(spans[0].context.trace_id, "032x")
+    (client_span,) = [s for s in spans if s.name == f"{N.TEMPORAL_CLIENT_SPAN} {agent_name}"]
+    (run_span,) = [s for s in spans if s.name == f"invoke_agent {agent_name}"]
+    assert run_span.parent.span_id == client_span.context.span_id and client_span.parent is None
+    assert client_span.attributes[N.STOP_REASON] == stop.value
+    assert run_span.attributes[N.TEMPORAL_TASK_QUEUE] == queue
+    assert all(s.attributes[N.TEMPORAL_ATTEMPT] == 1 for s in spans if s.name.startswith(("chat", "execute_tool")))
+
+
+async def test_a_worker_that_replays_the_whole_history_at_every_step_emits_each_span_once(client):
+    """``max_cached_workflows=0``: every workflow task starts from the history, as after a
+    worker restart between steps; the run and step spans are still each exported once."""
+    provider, exporter = recording()
+    agent_name = name()
+    script = [tool_call("search_help", {"q": f"q{i}"}) for i in range(4)] + ["done"]
+    agent = Agent(FakeModel(script), TOOLS, name=agent_name, tracer_provider=provider)
+    queue = f"q-{uuid.uuid4().hex}"
+    async with worker(client, [agent], task_queue=queue, max_cached_workflows=0):
+        run = await run_on_temporal(client, agent_name, "go", task_queue=queue, tracer_provider=provider)
+    assert run.ok and run.step_count == 5
+    spans = exporter.get_finished_spans()
+    ids = collections.Counter(s.context.span_id for s in spans)
+    assert max(ids.values()) == 1, "no span exported twice"
+    names = collections.Counter(s.name for s in spans)
+    assert names == {f"{N.TEMPORAL_CLIENT_SPAN} {agent_name}": 1, f"invoke_agent {agent_name}": 1, "step": 5,
+                     "chat fake-model": 5, "execute_tool search_help": 4}
+    by_id = {s.context.span_id for s in spans}
+    assert all(s.parent is None or s.parent.span_id in by_id for s in spans), "every parent exported"
+    assert len({s.context.trace_id for s in spans}) == 1
+
+
+async def test_the_time_budget_is_workflow_time(client):
+    """A budget of 0 s is spent before the first model call, as in ``arun``; in the workflow
+    the clock is the workflow's, so a replay decides the same."""
+    provider, exporter = recording()
+    agent_name = name()
+    agent = Agent(FakeModel(["never"]), TOOLS, name=agent_name, tracer_provider=provider)
+    queue = f"q-{uuid.uuid4().hex}"
+    async with worker(client, [agent], task_queue=queue, max_cached_workflows=0):
+        run = await run_on_temporal(client, agent_name, "go", task_queue=queue, budget=Budget(max_seconds=0),
+                                    tracer_provider=provider)
+    assert run.stop is Stop.TIME_BUDGET and run.step_count == 0 and agent.model.call_count == 0

@@ -1,0 +1,95 @@
+"""The two activities of a run: one model call, one tool call.
+
+Each runs in whichever worker picks it up, under the step span the workflow made (its
+context arrives as a W3C ``traceparent`` in the activity's input), through the agent's own
+instrumented model and registry: the chat and tool spans are those of ``arun``, plus the
+attempt number. The time the run has left arrives in seconds and becomes this process's
+deadline, so the call is cut as ``arun`` cuts it.
+
+Neither raises for what a model or a tool does: a model's exception comes back as data and
+the loop stops on it (``model_error``), as in ``run``; a tool's is its result. An activity
+fails only as an attempt (its worker died, it stopped heartbeating), and is then retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Awaitable, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from temporalio import activity
+
+from .._core import _names as N
+from .._instrumentation._spans import DeadlineExceeded
+from ._codec import call_from_data, completion_to_data, error_to_data, result_to_data
+from ._hosting import hosted
+
+__all__ = ["model_call", "tool_call", "traceparent", "PROPAGATOR"]
+
+T = TypeVar("T")
+PROPAGATOR = TraceContextTextMapPropagator()
+
+
+def traceparent() -> dict[str, str]:
+    """The current span's context as W3C trace-context headers (empty without one)."""
+    carrier: dict[str, str] = {}
+    PROPAGATOR.inject(carrier)
+    return carrier
+
+
+def _deadline(seconds_left: float | None) -> float | None:
+    return None if seconds_left is None else time.monotonic() + seconds_left
+
+
+async def _heartbeating(work: Awaitable[T]) -> T:
+    """``await work`` while telling Temporal every third of the heartbeat timeout that this
+    worker is alive: a worker that dies is noticed within the timeout, not the call's limit."""
+    timeout = activity.info().heartbeat_timeout
+    if not timeout:
+        return await work
+    every = max(timeout.total_seconds() / 3, 0.1)
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(every)
+
+    beating = asyncio.create_task(beat())
+    try:
+        return await work
+    finally:
+        beating.cancel()
+
+
+@activity.defn(name=N.TEMPORAL_MODEL_ACTIVITY)
+async def model_call(request: dict[str, Any]) -> dict[str, Any]:
+    """``{"completion": ...}``, ``{"error": {"type", "message"}}``, or ``{"cut": true}`` when
+    the run's time budget ran out during the call."""
+    agent = hosted(activity.info().task_queue, request["agent"])
+    token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
+    try:
+        completion = await _heartbeating(agent.model.acomplete(
+            request["messages"], tools=agent.schemas, max_output_tokens=agent.agent.max_output_tokens,
+            temperature=agent.agent.temperature, deadline=_deadline(request["seconds_left"])))
+    except DeadlineExceeded:
+        return {"cut": True}
+    except Exception as exc:  # the model's failure: the loop's to act on, not a retry
+        return {"error": error_to_data(exc)}
+    finally:
+        otel_context.detach(token)
+    return {"completion": completion_to_data(completion)}
+
+
+@activity.defn(name=N.TEMPORAL_TOOL_ACTIVITY)
+async def tool_call(request: dict[str, Any]) -> dict[str, Any]:
+    """The call's ``ToolResult`` as data, whatever the tool did."""
+    agent = hosted(activity.info().task_queue, request["agent"])
+    token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
+    try:
+        result = await _heartbeating(agent.tools.adispatch(call_from_data(request["call"]),
+                                                           _deadline(request["seconds_left"])))
+    finally:
+        otel_context.detach(token)
+    return result_to_data(result)

@@ -1,0 +1,92 @@
+"""Starting a run on Temporal, and hosting agents in a worker.
+
+``run_on_temporal(client, "support", task)`` returns the same ``Run`` that ``agent.arun(task)``
+would, from whichever workers ran it. The caller's span (``run_on_temporal support``) is the
+run span's parent: its context travels in the workflow's input, and the workflow's in each
+activity's, so the client, the run, its steps and every model and tool call are one trace.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Iterable, Sequence
+
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from .._agent._loop import Agent
+from .._core import _names as N
+from .._core._budget import Budget
+from .._core._records import Message
+from .._core._run import Run
+from .._version import __version__
+from ._activities import model_call, tool_call, traceparent
+from ._codec import budget_to_data, run_from_data
+from ._hosting import ActivitySettings, host
+from ._workflow import AgentRun
+
+__all__ = ["run_on_temporal", "start_on_temporal", "result_of", "worker"]
+
+
+def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
+           settings: ActivitySettings = ActivitySettings(), **worker_options: Any) -> Worker:
+    """A Temporal ``Worker`` that runs these agents' runs (the workflow and both activities) on
+    ``task_queue``; ``async with worker(...):`` runs it. Every worker of a task queue must host
+    the same agents. ``worker_options`` go to ``temporalio.worker.Worker``."""
+    for agent in agents:
+        host(task_queue, agent, settings)
+    # The workflow's code runs in Temporal's sandbox; tracedagent and OpenTelemetry are passed
+    # through (imported once, shared with the activities), which the determinism above needs.
+    runner = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(
+        "tracedagent", "opentelemetry"))
+    worker_options.setdefault("workflow_runner", runner)
+    return Worker(client, task_queue=task_queue, workflows=[AgentRun], activities=[model_call, tool_call],
+                  **worker_options)
+
+
+def _request(agent: str, task: str, history: Sequence[Message] | None, budget: Budget | None,
+             conversation_id: str | None) -> dict[str, Any]:
+    return {"agent": agent, "task": task, "history": [dict(m) for m in history or ()],
+            "budget": None if budget is None else budget_to_data(budget), "conversation_id": conversation_id,
+            "traceparent": traceparent()}
+
+
+async def start_on_temporal(client: Client, agent: str, task: str, history: Sequence[Message] | None = None, *,
+                            budget: Budget | None = None, conversation_id: str | None = None,
+                            task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
+                            workflow_id: str | None = None) -> WorkflowHandle[Any, Any]:
+    """Start the run and return its workflow's handle (``result_of(handle)`` waits for the
+    ``Run``). The current span, if any, is the run span's parent."""
+    return await client.start_workflow(
+        N.TEMPORAL_WORKFLOW, _request(agent, task, history, budget, conversation_id),
+        id=workflow_id or f"{agent}-{uuid.uuid4().hex}", task_queue=task_queue)
+
+
+async def result_of(handle: WorkflowHandle[Any, Any]) -> Run:
+    """The ``Run`` of a started run, once it has ended."""
+    return run_from_data(await handle.result())
+
+
+async def run_on_temporal(client: Client, agent: str, task: str, history: Sequence[Message] | None = None, *,
+                          budget: Budget | None = None, conversation_id: str | None = None,
+                          task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE, workflow_id: str | None = None,
+                          tracer_provider: trace.TracerProvider | None = None) -> Run:
+    """Run the agent named ``agent`` on Temporal and wait for its ``Run``, as ``agent.arun``
+    would return it: never raising on a budget, a model's or a tool's failure. Inside a span
+    of its own (``run_on_temporal AGENT``, kind client) that is the run span's parent."""
+    workflow_id = workflow_id or f"{agent}-{uuid.uuid4().hex}"
+    tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
+    with tracer.start_as_current_span(f"{N.TEMPORAL_CLIENT_SPAN} {agent}", kind=SpanKind.CLIENT, attributes={
+            N.GEN_AI_AGENT_NAME: agent, N.TEMPORAL_WORKFLOW_ID: workflow_id,
+            N.TEMPORAL_TASK_QUEUE: task_queue}) as span:
+        handle = await start_on_temporal(client, agent, task, history, budget=budget,
+                                         conversation_id=conversation_id, task_queue=task_queue,
+                                         workflow_id=workflow_id)
+        run = await result_of(handle)
+        span.set_attribute(N.STOP_REASON, run.stop.value)
+        if not run.ok:
+            span.set_status(Status(StatusCode.ERROR))
+    return run

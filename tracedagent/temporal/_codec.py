@@ -1,0 +1,109 @@
+"""What crosses Temporal: the loop's records as plain JSON data, and back.
+
+Temporal stores every activity's input and result, and the workflow's, in the run's history;
+its data converter writes JSON. The records are written out field by field here (never
+pickled, never guessed from type hints), so that what a worker on another machine reads back
+is exactly what the loop recorded, and a ``Run`` comes back to the caller whole.
+
+An exception cannot cross: a model's failure travels as its class name and its message, with
+credential shapes blanked (the message is stored in Temporal's history), and comes back as a
+``RemoteError`` whose class has the original's name, so that ``error.type`` and the stopped
+run's sentence say what they would have said in ``run``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .._core._budget import Budget, Stop
+from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage, error_type, message_of
+from .._core._run import Run, Step
+from .._core._secrets import Redactor
+
+__all__ = ["RemoteError", "completion_to_data", "completion_from_data", "result_to_data", "result_from_data",
+           "run_to_data", "run_from_data", "budget_to_data", "budget_from_data", "error_to_data",
+           "error_from_data", "call_to_data", "call_from_data"]
+
+_redact = Redactor()
+
+
+class RemoteError(Exception):
+    """An exception raised on another worker, by its class name and (redacted) message. Each
+    name gets a subclass of that name, so ``type(error).__name__`` is the original's."""
+
+
+_remote_classes: dict[str, type[RemoteError]] = {}
+
+
+def error_to_data(exc: BaseException) -> dict[str, str]:
+    return {"type": error_type(exc), "message": _redact(message_of(exc))}
+
+
+def error_from_data(data: dict[str, str]) -> RemoteError:
+    name = str(data.get("type") or "Exception")
+    cls = _remote_classes.get(name)
+    if cls is None:
+        cls = _remote_classes[name] = type(name, (RemoteError,), {"__qualname__": name, "__module__": __name__})
+    return cls(str(data.get("message", "")))
+
+
+def call_to_data(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def call_from_data(data: dict[str, Any]) -> ToolCall:
+    return ToolCall(id=data["id"], name=data["name"], arguments=data["arguments"])
+
+
+def completion_to_data(completion: Completion) -> dict[str, Any]:
+    return {"text": completion.text, "tool_calls": [call_to_data(c) for c in completion.tool_calls],
+            "usage": dataclasses.asdict(completion.usage), "model": completion.model,
+            "finish_reason": completion.finish_reason, "response_id": completion.response_id,
+            "provider_data": completion.provider_data}
+
+
+def completion_from_data(data: dict[str, Any]) -> Completion:
+    # As the loop's records make them: a turn's calls in a list, none as Completion's default ().
+    calls = [call_from_data(c) for c in data["tool_calls"]]
+    return Completion(text=data["text"], tool_calls=calls or (),
+                      usage=Usage(**data["usage"]), model=data["model"], finish_reason=data["finish_reason"],
+                      response_id=data["response_id"], provider_data=data["provider_data"])
+
+
+def result_to_data(result: ToolResult) -> dict[str, Any]:
+    return {"call_id": result.call_id, "name": result.name, "content": result.content,
+            "outcome": result.outcome.value, "error_type": result.error_type}
+
+
+def result_from_data(data: dict[str, Any]) -> ToolResult:
+    return ToolResult(call_id=data["call_id"], name=data["name"], content=data["content"],
+                      outcome=ToolOutcome(data["outcome"]), error_type=data["error_type"])
+
+
+def budget_to_data(budget: Budget) -> dict[str, Any]:
+    return dataclasses.asdict(budget)
+
+
+def budget_from_data(data: dict[str, Any]) -> Budget:
+    return Budget(**data)
+
+
+def run_to_data(run: Run) -> dict[str, Any]:
+    return {"output": run.output, "stop": run.stop.value, "step_count": run.step_count,
+            "steps": [{"index": s.index, "completion": completion_to_data(s.completion),
+                       "tool_results": [result_to_data(r) for r in s.tool_results]} for s in run.steps],
+            "messages": run.messages, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
+            "cost": run.cost, "trace_id": run.trace_id,
+            "error": None if run.error is None else error_to_data(run.error),
+            "sub_runs": [run_to_data(r) for r in run.sub_runs], "conversation_id": run.conversation_id}
+
+
+def run_from_data(data: dict[str, Any]) -> Run:
+    return Run(output=data["output"], stop=Stop(data["stop"]), step_count=data["step_count"],
+               steps=[Step(index=s["index"], completion=completion_from_data(s["completion"]),
+                           tool_results=[result_from_data(r) for r in s["tool_results"]]) for s in data["steps"]],
+               messages=data["messages"], input_tokens=data["input_tokens"], output_tokens=data["output_tokens"],
+               cost=data["cost"], trace_id=data["trace_id"],
+               error=None if data["error"] is None else error_from_data(data["error"]),
+               sub_runs=[run_from_data(r) for r in data["sub_runs"]], conversation_id=data["conversation_id"])

@@ -1,0 +1,102 @@
+"""The agents a worker process hosts, by task queue and name, and how their calls are retried.
+
+The workflow and the activities find an agent here by the name the client gave: an agent is
+code, deployed with the worker, like a workflow's definition. Every worker of a task queue
+must host the same agents (same model, tools, budget and prompt): a replay on another
+worker makes the same decisions only from the same definition.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.common import RetryPolicy
+
+from .._agent._loop import Agent
+from .._core._tools import Tool
+from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
+from .._instrumentation._telemetry import AgentTelemetry
+from ._telemetry import activity_telemetry, workflow_telemetry
+
+__all__ = ["ActivitySettings", "HostedAgent", "host", "hosted", "unhost"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivitySettings:
+    """How a run's model and tool calls are run as activities: their time limits and retries.
+
+    A call is retried when its attempt failed as an attempt - its worker died, it ran past its
+    time limit, it stopped heartbeating - never because the model or the tool failed: those
+    are results the loop acts on, as in ``run``. So a retry is what Temporal promises for
+    activities: at least once. A tool with side effects must tolerate running twice (an
+    idempotency key, the call's id, is in ``ToolCall.id``)."""
+
+    model_timeout: float = 300.0
+    """Seconds one model call's attempt may take (``start_to_close``), capped by what is left
+    of the run's time budget."""
+    tool_timeout: float = 300.0
+    """Seconds one tool call's attempt may take, for a tool without a ``timeout`` of its own
+    (one with it gets that plus ``grace``); capped by what is left of the time budget."""
+    heartbeat_timeout: float = 30.0
+    """An attempt silent this long is taken for a dead worker and retried on another. The
+    activity heartbeats every third of it while the call runs."""
+    max_attempts: int = 3
+    """Attempts per call, the first included (Temporal's ``maximum_attempts``)."""
+    retry_interval: float = 1.0
+    """Seconds before the second attempt (doubling after)."""
+    grace: float = 5.0
+    """Seconds an attempt has beyond its call's own limit (the tool's ``timeout``, the time
+    budget), to cut the call itself and report it: the call's limit is the loop's decision."""
+
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(initial_interval=timedelta(seconds=self.retry_interval), maximum_attempts=self.max_attempts)
+
+    def limit(self, own: float | None, seconds_left: float | None, default: float) -> timedelta:
+        """An attempt's ``start_to_close``: the call's own limit plus grace, else ``default``;
+        never past the time budget (plus grace)."""
+        seconds = default if own is None else own + self.grace
+        if seconds_left is not None:
+            seconds = min(seconds, seconds_left + self.grace)
+        return timedelta(seconds=max(seconds, 1.0))
+
+
+class HostedAgent:
+    """One agent as a worker runs it: the workflow's replay-safe telemetry, and the model and
+    registry its activities call, instrumented with the attempt number."""
+
+    def __init__(self, agent: Agent, settings: ActivitySettings) -> None:
+        self.agent = agent
+        self.settings = settings
+        telemetry: AgentTelemetry = agent._telemetry  # the agent's own settings and providers
+        self.workflow_telemetry = workflow_telemetry(telemetry)
+        calls = activity_telemetry(telemetry)
+        self.model = InstrumentedModel(agent.model, calls)
+        self.tools = InstrumentedRegistry(agent.registry, calls)
+        self.schemas: list[dict[str, Any]] | None = agent.registry.schemas() or None
+
+    def tool(self, name: str) -> Tool | None:
+        return self.agent.registry.get(name)
+
+
+_hosted: dict[tuple[str, str], HostedAgent] = {}
+_lock = threading.Lock()
+
+
+def host(task_queue: str, agent: Agent, settings: ActivitySettings) -> None:
+    with _lock:
+        _hosted[(task_queue, agent.name)] = HostedAgent(agent, settings)
+
+
+def unhost(task_queue: str, name: str) -> None:
+    with _lock:
+        _hosted.pop((task_queue, name), None)
+
+
+def hosted(task_queue: str, name: str) -> HostedAgent:
+    found = _hosted.get((task_queue, name))
+    if found is None:
+        raise LookupError(f"no agent named {name!r} is hosted for task queue {task_queue!r} in this worker")
+    return found

@@ -1,0 +1,178 @@
+"""The workflow that drives one agent run: the loop's decisions, deterministically.
+
+``AgentRun.run`` is ``Agent._aloop`` with each model call and each tool call an activity: the
+same ``RunState`` decisions in the same order (time budget, record, answer, the turn's
+ceilings and repeat check, append, the budgets after the tools, the step ceiling) and the same
+run and step scopes. Everything it decides on is in the run's history (the activities'
+results) or in the agent's definition, so a replay on any worker decides the same; the time
+budget is workflow time, which replays too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any, Sequence
+
+from opentelemetry import context as otel_context
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, TimeoutError as TemporalTimeout
+
+from .._core import _names as N
+from .._core._budget import Budget, Stop
+from .._core._records import ToolCall, ToolOutcome, ToolResult
+from .._core._run import Run, RunState, initial_messages
+from .._instrumentation._spans import RunScope, failure_kind
+from ._activities import PROPAGATOR, traceparent
+from ._codec import (budget_from_data, call_to_data, completion_from_data, error_from_data, result_from_data,
+                     run_to_data)
+from ._hosting import HostedAgent, hosted
+
+__all__ = ["AgentRun", "WorkflowRunState"]
+
+
+class WorkflowRunState(RunState):
+    """``RunState`` on workflow time (``workflow.time()``), the same on every replay."""
+
+    def __init__(self, budget: Budget, messages: list, **kwargs: Any) -> None:
+        super().__init__(budget, messages, **kwargs)
+        self.deadline = None if budget.max_seconds is None else workflow.time() + budget.max_seconds
+
+    def seconds_left(self) -> float | None:
+        return None if self.deadline is None else max(0.0, self.deadline - workflow.time())
+
+    def out_of_time(self) -> Run | None:
+        if self.deadline is not None and workflow.time() >= self.deadline:
+            return self.finish(Stop.TIME_BUDGET)
+        return None
+
+    def model_failed(self, error: BaseException | None) -> Run:
+        if error is not None and self.deadline is not None and workflow.time() >= self.deadline:
+            error = None  # cut by the deadline: out of time, as RunState decides
+        return super().model_failed(error)
+
+
+@workflow.defn(name=N.TEMPORAL_WORKFLOW)
+class AgentRun:
+    """One run of a hosted agent. Input: ``{"agent", "task", "history", "budget",
+    "conversation_id", "traceparent"}``; result: the ``Run`` as data (``_codec``)."""
+
+    @workflow.run
+    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+        info = workflow.info()
+        agent = hosted(info.task_queue, request["agent"])
+        a = agent.agent
+        budget = budget_from_data(request["budget"]) if request.get("budget") else a.budget
+        messages = initial_messages(a.system_prompt, request.get("history"), request["task"])
+        conversation_id = request.get("conversation_id")
+        token = otel_context.attach(PROPAGATOR.extract(request.get("traceparent") or {}))
+        try:
+            traced = RunScope(agent.workflow_telemetry, budget, messages, conversation_id, asynchronous=True,
+                              parallel_tool_calls=a.parallel_tool_calls, max_tool_concurrency=a.max_tool_concurrency)
+            traced.span.set_attributes({N.TEMPORAL_WORKFLOW_ID: info.workflow_id,
+                                        N.TEMPORAL_TASK_QUEUE: info.task_queue})
+            state = WorkflowRunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id)
+            try:
+                run = await _Loop(agent, state, traced).run()
+            except BaseException as exc:  # cancelled, or evicted (replaying: nothing is ended)
+                traced.fail(failure_kind(exc))
+                raise
+            traced.end(run)
+        finally:
+            otel_context.detach(token)
+        return run_to_data(run)
+
+
+class _Loop:
+    """The six verbs, with activities for the model and the tools."""
+
+    def __init__(self, agent: HostedAgent, state: WorkflowRunState, traced: RunScope) -> None:
+        self.agent, self.state, self.traced = agent, state, traced
+        self.settings = agent.settings
+        self.name = agent.agent.name
+
+    async def run(self) -> Run:
+        state, traced = self.state, self.traced
+        for i in range(state.budget.max_steps):
+            if stopped := state.out_of_time():
+                return stopped
+            traced.start_step(i)
+            # 1. call the model with the whole conversation
+            answer = await self._model()
+            if "completion" not in answer:
+                return state.model_failed(error_from_data(answer["error"]) if "error" in answer else None)
+            completion = completion_from_data(answer["completion"])
+            step = state.record(i, completion)
+            # 2. check: a turn without tool calls is the answer
+            if not completion.wants_tools:
+                return state.finish(Stop.ANSWERED)
+            if stopped := state.check_turn(completion.tool_calls):
+                return stopped
+            # 3. dispatch the turn's calls (as arun does), 4. append their results in call order
+            if stopped := state.append(step, *await self._dispatch(completion.tool_calls)):
+                return stopped
+            if stopped := state.over_budget():
+                return stopped
+            traced.end_step(step)
+            # 5. repeat, until an exit above or the end of range(max_steps)
+        # 6. stop: the ceiling is the loop's structure, not a condition
+        return state.finish(Stop.STEP_BUDGET)
+
+    def _options(self, limit: timedelta) -> dict[str, Any]:
+        s = self.settings
+        return {"start_to_close_timeout": limit, "heartbeat_timeout": timedelta(seconds=s.heartbeat_timeout),
+                "retry_policy": s.retry_policy()}
+
+    async def _model(self) -> dict[str, Any]:
+        left = self.state.seconds_left()
+        request = {"agent": self.name, "messages": self.state.messages, "seconds_left": left,
+                   "traceparent": traceparent()}
+        try:
+            return await workflow.execute_activity(
+                N.TEMPORAL_MODEL_ACTIVITY, request,
+                **self._options(self.settings.limit(None, left, self.settings.model_timeout)))
+        except ActivityError as exc:  # every attempt failed as an attempt (timed out, worker lost)
+            return {"error": {"type": type(exc.cause or exc).__name__, "message": str(exc.cause or exc)}}
+
+    async def _tool(self, call: ToolCall) -> ToolResult:
+        left = self.state.seconds_left()
+        tool = self.agent.tool(call.name)
+        request = {"agent": self.name, "call": call_to_data(call), "seconds_left": left, "traceparent": traceparent()}
+        limit = self.settings.limit(tool.timeout if tool else None, left, self.settings.tool_timeout)
+        try:
+            return result_from_data(await workflow.execute_activity(N.TEMPORAL_TOOL_ACTIVITY, request,
+                                                                    **self._options(limit)))
+        except ActivityError as exc:
+            timed_out = isinstance(exc.cause, TemporalTimeout)
+            return ToolResult(call_id=call.id, name=call.name,
+                              content=f"Error: {call.name} failed ({'timed out' if timed_out else 'activity failed'})",
+                              outcome=ToolOutcome.TIMEOUT if timed_out else ToolOutcome.ERROR,
+                              error_type=None if timed_out else type(exc.cause or exc).__name__)
+
+    def _passed(self) -> bool:
+        return self.state.deadline is not None and workflow.time() >= self.state.deadline
+
+    async def _dispatch(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """As ``InstrumentedRegistry.adispatch_turn``: concurrently (at most the agent's
+        ``max_tool_concurrency`` at once), or one after another stopping at a fatal result; a
+        call not started when the time budget ran out is not dispatched."""
+        a = self.agent.agent
+        if a.parallel_tool_calls and len(calls) > 1:
+            limit = asyncio.Semaphore(a.max_tool_concurrency) if a.max_tool_concurrency else None
+
+            async def one(call: ToolCall) -> ToolResult | None:
+                if limit is None:
+                    return None if self._passed() else await self._tool(call)
+                async with limit:
+                    return None if self._passed() else await self._tool(call)
+
+            outcomes = await asyncio.gather(*(one(call) for call in calls))
+            return [outcome for outcome in outcomes if outcome is not None]
+        results: list[ToolResult] = []
+        for call in calls:
+            if self._passed():
+                break
+            results.append(await self._tool(call))
+            if results[-1].outcome is ToolOutcome.FATAL:
+                break
+        return results
