@@ -40,14 +40,18 @@ class Agent:
                  tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
                  capture_content: bool | None = None, redact: Callable[[str], str] | None = None,
-                 parallel_tool_calls: bool = True, max_tool_concurrency: int | None = None) -> None:
+                 parallel_tool_calls: bool = True, max_tool_concurrency: int | None = None,
+                 description: str | None = None, version: str | None = None, agent_id: str | None = None) -> None:
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``redact`` is applied to every captured string before it reaches a span (default: a
         ``Redactor`` that blanks credential shapes; pass ``Redactor().extend(...)`` to add yours).
         ``tracer_provider`` / ``meter_provider`` default to the global ones.
         ``parallel_tool_calls``: ``arun`` dispatches a turn's calls concurrently, at most
-        ``max_tool_concurrency`` at once (``None``: all); ``run`` is always sequential."""
+        ``max_tool_concurrency`` at once (``None``: all); ``run`` is always sequential.
+        ``description`` and ``version`` are ``gen_ai.agent.description``/``.version`` on every run
+        span; ``agent_id`` is ``gen_ai.agent.id`` (default: a UUID derived from the name and version,
+        the same in every process, so one agent definition's runs can be found together)."""
         if max_tool_concurrency is not None and max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
@@ -59,7 +63,8 @@ class Agent:
         self.temperature = temperature
         self.parallel_tool_calls = parallel_tool_calls
         self.max_tool_concurrency = max_tool_concurrency
-        self._telemetry = AgentTelemetry(agent_name=name, model=model,
+        self._telemetry = AgentTelemetry(agent_name=name, model=model, description=description, version=version,
+                                         agent_id=agent_id,
                                          tracer_provider=tracer_provider, meter_provider=meter_provider,
                                          capture_content=capture_content, redact=redact)
         self._model = InstrumentedModel(model, self._telemetry)

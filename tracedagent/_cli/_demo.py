@@ -63,7 +63,8 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
                           meter_provider=meter_provider, capture_content=capture_content).as_tool(description=sub.story)
               for sub in scenario.sub_agents]
     return Agent(model, Registry(tools, policy=scenario.policy), budget=budget, system_prompt=SYSTEM_PROMPT,
-                 name=scenario.name, tracer_provider=tracer_provider, meter_provider=meter_provider,
+                 name=scenario.name, description=scenario.story, tracer_provider=tracer_provider,
+                 meter_provider=meter_provider,
                  capture_content=capture_content)
 
 

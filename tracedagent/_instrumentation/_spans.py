@@ -22,6 +22,7 @@ from .._core._budget import Budget, Stop
 from ._content import ContentCapture
 from .._core._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
 from .._core._run import Run, Step
+from ._status import answer_message, chat_failure, tool_failure, tool_interrupted
 from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
 
 __all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "DeadlineExceeded", "failure_kind"]
@@ -186,6 +187,8 @@ class RunScope(_Scope):
                     N.USAGE_TOTAL_INPUT_TOKENS: run.input_tokens, N.USAGE_TOTAL_OUTPUT_TOKENS: run.output_tokens,
                     **({N.COST_USD: run.own_cost, N.TOTAL_COST_USD: run.cost} if self._priced else {}),
                     **tool_list_attributes(*self._lists)})
+                if self._t.capture is not None:  # the answer, where the run's GenAI tab shows it
+                    self.span.set_attribute(N.GEN_AI_OUTPUT_MESSAGES, self._t.capture.serialise(answer_message(run)))
                 if not run.ok:  # every stopped run has its stop event in one place, whatever the reason
                     self.span.add_event(N.STOP_EVENT, {N.STOP_REASON: run.stop.value, N.STEP_INDEX: run.step_count - 1})
         if run.ok:
@@ -298,7 +301,7 @@ class ChatScope(_Scope):
         """The model call raised. Only the exception's type is recorded: provider error
         messages can echo request content or key fragments."""
         seconds = time.perf_counter() - self._started if self._t.metrics_on else 0.0
-        _Scope.fail(self, kind, description)
+        _Scope.fail(self, kind, description or chat_failure(kind))
         t = self._t
         if t.metrics_on:
             with guard("recording model metrics"):
@@ -350,14 +353,14 @@ class ToolScope(_Scope):
         if result.ok:
             self._close()
         else:
-            _Scope.fail(self, result.error_type or outcome)
+            _Scope.fail(self, result.error_type or outcome, tool_failure(result, self._t.capture))
         self._count(outcome)
 
     def fail(self, kind: str, description: str | None = None) -> None:
         """The call raised (a custom registry's bug) or was interrupted: that is its outcome."""
         with guard(self.doing):
             self.span.set_attribute(N.TOOL_OUTCOME, kind)
-        _Scope.fail(self, kind, description)
+        _Scope.fail(self, kind, description or tool_interrupted(kind))
         self._count(kind)
 
     def _count(self, outcome: str) -> None:

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from typing import Any, Callable
 
 from opentelemetry import metrics, trace
 
 from .._core import _names as N
 from .._core._budget import Budget
-from ._content import ContentCapture, truncate
+from ._content import ContentCapture, encodable, truncate
 from .._core._records import Model
 from .._version import __version__
 
 __all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "bounded",
-           "tool_list_attributes"]
+           "tool_list_attributes", "default_agent_id"]
 
 _log = logging.getLogger("tracedagent")
 _reported: set[tuple[str, str]] = set()
@@ -113,10 +114,23 @@ def tool_list_attributes(requested: list[str], executed: list[str], blocked: lis
     return attributes
 
 
+_AGENT_ID_NAMESPACE = uuid.UUID("5b0f4d1e-7a43-4c4e-9a55-2f6f8e1c7d10")
+"""Fixed forever: changing it would change every agent's default id."""
+
+
+def default_agent_id(name: str, version: str | None) -> str:
+    """``gen_ai.agent.id`` when the user gives none: a UUID (v5) of the agent's name and version,
+    so that it is the same for one agent definition in every process and on every machine,
+    and changes when its version does. Not secret, and not unique to a process: an id that
+    identifies a running instance would be ``service.instance.id``'s job."""
+    return str(uuid.uuid5(_AGENT_ID_NAMESPACE, f"{name}\x00{version or ''}"))
+
+
 class AgentTelemetry:
     """What one ``Agent``'s spans and metrics are made with: fixed for the agent's lifetime."""
 
-    def __init__(self, *, agent_name: str, model: Model,
+    def __init__(self, *, agent_name: str, model: Model, description: str | None = None,
+                 version: str | None = None, agent_id: str | None = None,
                  tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
                  capture_content: bool | None = None, redact: Callable[[str], str] | None = None) -> None:
@@ -132,8 +146,15 @@ class AgentTelemetry:
         server = {N.SERVER_ADDRESS: getattr(model, "server_address", None),
                   N.SERVER_PORT: getattr(model, "server_port", None)}
         self.run_span_name = f"{N.OP_INVOKE_AGENT} {agent_name}"
+        # The user's own strings, but bounded and encodable all the same (a description may be
+        # long, and keeps its line breaks; an id or version is a name).
+        identity = {N.GEN_AI_AGENT_ID: bounded(agent_id or default_agent_id(agent_name, version)),
+                    **({N.GEN_AI_AGENT_VERSION: bounded(version)} if version is not None else {}),
+                    **({N.GEN_AI_AGENT_DESCRIPTION: encodable(truncate(description, N.MAX_DESCRIPTION_LENGTH))}
+                       if description is not None else {})}
         self.run_attributes: dict[str, Any] = {
-            N.GEN_AI_OPERATION_NAME: N.OP_INVOKE_AGENT, N.GEN_AI_AGENT_NAME: agent_name, **model_attributes}
+            N.GEN_AI_OPERATION_NAME: N.OP_INVOKE_AGENT, N.GEN_AI_AGENT_NAME: agent_name, **identity,
+            **model_attributes}
         self.chat_span_name = f"{N.OP_CHAT} {self.model_name or self.provider_name}"
         self.chat_attributes: dict[str, Any] = {
             N.GEN_AI_OPERATION_NAME: N.OP_CHAT, **model_attributes,
