@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY: install install-test demo test test-unit test-pythons bench bench-peers alerts-test \
+.PHONY: install install-test demo test test-unit test-pythons bench bench-peers alerts-test browser \
         stack-build stack-up stack-down stack-status stack-smoke compose-check \
         stack-scale-up stack-scale-down test-scale bench-scale
 
@@ -17,7 +17,7 @@ install-test:  ## the package with the model SDKs, the test tools and the peer l
 demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
 	$(PYTHON) -m tracedagent demo
 
-test: install-test stack-up alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack, the scale tier
+test: install-test stack-up browser alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack, the scale tier
 	TRACEDAGENT_REQUIRE_STACK=1 $(PYTHON) -m pytest tests examples/support-agent --ignore=tests/scale
 	$(MAKE) test-scale
 
@@ -49,6 +49,9 @@ stack-down:    ## stop every process stack-up started
 
 stack-status:  ## pid and health of each service (exit 1 unless all are healthy)
 	scripts/stack.sh status
+
+browser:       ## Debian's Chromium, for the browser test (tests/stack/test_jaeger_ui.py)
+	scripts/stack.sh browser
 
 stack-smoke:   ## send a trace and metrics through the running stack and check they arrive
 	scripts/stack.sh smoke

@@ -21,6 +21,8 @@
 #   restart [SERVICE...]  stop the named services (default: all), then `up`
 #   status  show each service's pid and health; exit 1 unless all are healthy
 #   smoke   send a trace and metrics through the running stack and check they arrive
+#   browser install Debian's Chromium if missing (the browser test drives it with Playwright)
+#   jaeger-bin  print the path of the Jaeger binary `build` makes (the browser test runs its own)
 #
 # Where things go:
 #   built binaries  ${XDG_CACHE_HOME:-~/.cache}/tracedagent/bin/, named by version, so a
@@ -243,10 +245,22 @@ build_temporal() {
   log "built $TEMPORAL_BIN in $((SECONDS - start)) s"
 }
 
+# Chromium from Debian for tests/stack/test_jaeger_ui.py (Playwright drives it; it never
+# downloads a browser of its own). Not pinned: Debian ships Chromium's security releases as
+# new versions and removes the old ones, so a pin would break the install within weeks.
+install_browser() {
+  [[ -x /usr/bin/chromium ]] && return 0
+  [[ $EUID -eq 0 ]] || die "need root to apt-get install chromium"
+  log "installing Debian's chromium ..."
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } \
+    >"$CACHE/apt-chromium.log" 2>&1 || { tail -20 "$CACHE/apt-chromium.log" >&2; die "apt-get install chromium failed"; }
+}
+
 cmd_build() {
   mkdir -p "$BIN" "$CACHE/build"
   check_pins
   install_debian_packages
+  install_browser
   # One after the other: on 2 cores, building both at once measured no faster.
   build_jaeger
   build_collector
@@ -290,6 +304,14 @@ running_pid() {
   echo "$pid"
 }
 
+# The Jaeger UI build beside the repository (../shared/jaeger-ui/build, or $TRACEDAGENT_SHARED's),
+# which the natively built Jaeger then serves: its Go module carries no UI pages. Empty when
+# there is none (Jaeger then serves a placeholder page; its HTTP API works either way).
+jaeger_ui_assets() {
+  local build="${TRACEDAGENT_SHARED:-$ROOT/../shared}/jaeger-ui/build"
+  [[ -f $build/index.html ]] && (cd "$build" && pwd) || true
+}
+
 healthy() { curl -fsS -o /dev/null --max-time 2 "$(health_url "$1")" 2>/dev/null; }
 
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -321,7 +343,8 @@ start_service() {
   fi
   # setsid: the service gets its own session, so it outlives this script and a
   # Ctrl-C in the terminal that ran `make stack-up` does not reach it.
-  (cd "$ROOT" && JAEGER_DATA_DIR="$DATA/jaeger" exec setsid "${CMD[@]}" </dev/null >>"$LOGS/$name.log" 2>&1) &
+  (cd "$ROOT" && JAEGER_DATA_DIR="$DATA/jaeger" JAEGER_UI_ASSETS="$(jaeger_ui_assets)" \
+     exec setsid "${CMD[@]}" </dev/null >>"$LOGS/$name.log" 2>&1) &
   printf '%s\n%s\n' "$!" "$(cmd_binary)" >"$(pid_file "$name")"
   log "started $name (pid $!, log $LOGS/$name.log)"
 }
@@ -441,5 +464,7 @@ case "${1:-}" in
   restart) shift; cmd_restart "$@" ;;
   status) cmd_status ;;
   smoke)  cmd_smoke ;;
+  browser) mkdir -p "$CACHE"; install_browser ;;
+  jaeger-bin) echo "$JAEGER_BIN" ;;
   *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;
 esac
