@@ -102,3 +102,33 @@ async def test_the_time_budget_is_workflow_time(client):
         run = await run_on_temporal(client, agent_name, "go", task_queue=queue, budget=Budget(max_seconds=0),
                                     tracer_provider=provider)
     assert run.stop is Stop.TIME_BUDGET and run.step_count == 0 and agent.model.call_count == 0
+
+
+async def test_a_query_replays_a_finished_run_and_emits_nothing(client):
+    """Answering a query on a finished run replays its whole history on a worker, run span's
+    end included: no span and no metric may come of it."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    provider, exporter = recording()
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    agent_name = name()
+    agent = Agent(FakeModel([tool_call("search_help", {"q": "a"}), "done"]), TOOLS, name=agent_name,
+                  tracer_provider=provider, meter_provider=meters)
+    queue = f"q-{uuid.uuid4().hex}"
+    workflow_id = f"wf-{uuid.uuid4().hex}"
+
+    def runs_counted() -> int:
+        data = reader.get_metrics_data()
+        return sum(point.value for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+                   if m.name == N.METRIC_RUNS for point in m.data.data_points) if data else 0
+
+    async with worker(client, [agent], task_queue=queue, max_cached_workflows=0):
+        run = await run_on_temporal(client, agent_name, "go", task_queue=queue, workflow_id=workflow_id,
+                                    tracer_provider=provider)
+        spans_before, runs_before = len(exporter.get_finished_spans()), runs_counted()
+        progress = await client.get_workflow_handle(workflow_id).query(N.TEMPORAL_PROGRESS_QUERY)
+    assert progress == {"steps": 2, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens, "cost": 0.0}
+    assert len(exporter.get_finished_spans()) == spans_before == 7
+    assert runs_counted() == runs_before == 1

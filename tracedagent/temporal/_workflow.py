@@ -57,6 +57,19 @@ class AgentRun:
     """One run of a hosted agent. Input: ``{"agent", "task", "history", "budget",
     "conversation_id", "traceparent"}``; result: the ``Run`` as data (``_codec``)."""
 
+    def __init__(self) -> None:
+        self._state: WorkflowRunState | None = None
+
+    @workflow.query(name=N.TEMPORAL_PROGRESS_QUERY)
+    def progress(self) -> dict[str, Any]:
+        """Where the run is: steps recorded, tokens and cost so far. A query replays the
+        history on a worker (even of a finished run); nothing is emitted for it."""
+        state = self._state
+        if state is None:
+            return {"steps": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0}
+        return {"steps": len(state.steps), "input_tokens": state.input_tokens, "output_tokens": state.output_tokens,
+                "cost": state.cost}
+
     @workflow.run
     async def run(self, request: dict[str, Any]) -> dict[str, Any]:
         info = workflow.info()
@@ -71,7 +84,8 @@ class AgentRun:
                               parallel_tool_calls=a.parallel_tool_calls, max_tool_concurrency=a.max_tool_concurrency)
             traced.span.set_attributes({N.TEMPORAL_WORKFLOW_ID: info.workflow_id,
                                         N.TEMPORAL_TASK_QUEUE: info.task_queue})
-            state = WorkflowRunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id)
+            state = self._state = WorkflowRunState(budget, messages, trace_id=traced.trace_id,
+                                                   conversation_id=conversation_id)
             try:
                 run = await _Loop(agent, state, traced).run()
             except BaseException as exc:  # cancelled, or evicted (replaying: nothing is ended)
