@@ -132,3 +132,18 @@ async def test_a_query_replays_a_finished_run_and_emits_nothing(client):
     assert progress == {"steps": 2, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens, "cost": 0.0}
     assert len(exporter.get_finished_spans()) == spans_before == 7
     assert runs_counted() == runs_before == 1
+
+
+def test_the_benchmark_runs_and_prints_every_figure():
+    """benchmarks/temporal.py against the dev server, small: its figures are for people to read."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    require_temporal()
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "temporal.py"
+    done = subprocess.run([sys.executable, str(script), "--steps", "2", "--runs", "1", "--throughput", "4"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for figure in ("(a) bare Temporal workflow", "(b) tracedagent.temporal run", "(b)/(a) = ", "runs/s"):
+        assert figure in done.stdout, done.stdout
