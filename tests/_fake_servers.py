@@ -10,6 +10,7 @@ Nothing here reaches the internet; the port is ephemeral.
 from __future__ import annotations
 
 import json
+import select
 import socket
 import threading
 import time
@@ -18,7 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 from contextlib import contextmanager
 
-__all__ = ["Reply", "Recorded", "FakeServer", "RoutedServer", "serve", "json_reply", "FAST_RETRY", "closed_port"]
+__all__ = ["Reply", "Recorded", "FakeServer", "RoutedServer", "serve", "json_reply", "sse_reply", "FAST_RETRY",
+           "closed_port"]
 
 FAST_RETRY = {"retry-after-ms": "1"}
 """Headers for a reply the SDK will retry: both SDKs honour ``retry-after-ms``, so a retry costs a millisecond."""
@@ -36,6 +38,18 @@ class Reply:
     """Extra response headers, e.g. ``retry-after-ms`` to keep SDK backoff tiny."""
     delay: float = 0.0
     """Seconds to wait before answering, to provoke a client timeout."""
+    pieces: tuple[bytes | float, ...] | None = None
+    """A streamed body (server-sent events): each ``bytes`` piece sent and flushed on its own as a
+    chunk of a chunked body; a ``float`` is a pause of that many seconds, during which the
+    server watches for the client going away. ``body`` is then unused."""
+    break_after: int | None = None
+    """Drop the connection after this many pieces, mid-body: a stream that breaks."""
+
+
+def sse_reply(*pieces: bytes | float, break_after: int | None = None) -> Reply:
+    """A streamed reply of these server-sent events (already formatted, ``data: ...\\n\\n``) and
+    pauses (seconds)."""
+    return Reply(headers={"content-type": "text/event-stream"}, pieces=pieces, break_after=break_after)
 
 
 def json_reply(payload: Any, status: int = 200, **headers: str) -> Reply:
@@ -60,9 +74,59 @@ class Recorded:
     """The query string (``RoutedServer`` only)."""
 
 
-def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
+def _client_left(connection: socket.socket, wait: float) -> bool:
+    """Wait up to ``wait`` seconds; whether the client closed its end meanwhile (it is readable
+    with nothing to read: the client sends nothing more once its request is in)."""
+    readable, _, _ = select.select([connection], [], [], wait)
+    if not readable:
+        return False
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
+def _stream(handler: BaseHTTPRequestHandler, reply: Reply) -> str:
+    """Send a streamed reply; ``completed``, ``broken`` (after ``break_after`` pieces, as the reply
+    asked) or ``client left``."""
+    handler.send_response(reply.status)
+    for name, value in reply.headers.items():
+        handler.send_header(name, value)
+    handler.send_header("transfer-encoding", "chunked")
+    handler.end_headers()
+    handler.wfile.flush()
+    sent = 0
+    for piece in reply.pieces or ():
+        if isinstance(piece, float):
+            if _client_left(handler.connection, piece):
+                return "client left"
+            continue
+        if reply.break_after is not None and sent >= reply.break_after:
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+            return "broken"
+        if _client_left(handler.connection, 0.0):
+            return "client left"
+        sent += 1
+        try:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return "client left"
+    handler.wfile.write(b"0\r\n\r\n")
+    handler.wfile.flush()
+    return "completed"
+
+
+def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> str:
+    """Answer with ``reply``; how it went for a streamed one (see ``_stream``)."""
     if reply.delay:
         time.sleep(reply.delay)
+    if reply.pieces is not None:
+        try:
+            return _stream(handler, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            return "client left"
     try:
         handler.send_response(reply.status)
         for name, value in reply.headers.items():
@@ -71,7 +135,8 @@ def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
         handler.end_headers()
         handler.wfile.write(reply.body)
     except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
-        pass
+        return "client left"
+    return "completed"
 
 
 def _listen(handler: type[BaseHTTPRequestHandler]) -> tuple[ThreadingHTTPServer, threading.Thread]:
@@ -87,6 +152,10 @@ class FakeServer:
     def __init__(self, script: list[Reply]) -> None:
         self.script = list(script)
         self.requests: list[Recorded] = []
+        self.outcomes: list[str] = []
+        """How each answer went, in the order they ended: ``completed``, ``broken`` or ``client left``."""
+        self.client_left = threading.Event()
+        """Set when a client closed its connection before a streamed answer was over."""
         self._lock = threading.Lock()
         server = self
 
@@ -100,8 +169,14 @@ class FakeServer:
                     body: Any = json.loads(raw)
                 except ValueError:
                     body = raw
-                _send(self, server._next(Recorded(method="POST", path=self.path, body=body,
-                                                  headers={k.lower(): v for k, v in self.headers.items()})))
+                outcome = _send(self, server._next(Recorded(method="POST", path=self.path, body=body,
+                                                            headers={k.lower(): v for k, v in self.headers.items()})))
+                with server._lock:
+                    server.outcomes.append(outcome)
+                if outcome != "completed":
+                    self.close_connection = True
+                if outcome == "client left":
+                    server.client_left.set()
 
             def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
                 pass

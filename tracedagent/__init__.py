@@ -5,8 +5,11 @@ named stop reason, tokens, cost, and requested-versus-executed tools.
 """
 
 from ._core._budget import Budget, Stop
+from ._core._events import RunEnd, StepEnd, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
+from ._core._streaming import ToolCallDelta, TurnEnd
 from ._export._configure import Telemetry, configure
 from ._agent._loop import Agent
+from ._agent._stream import AgentStream, AsyncAgentStream, StreamNotEnded
 from ._core._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, Usage
 from ._core._run import Run, Step
 from ._core._secrets import Redactor
@@ -17,4 +20,7 @@ __all__ = [
     "Agent", "Budget", "Completion", "FatalToolError", "Message", "Model", "Policy", "Registry",
     "Redactor", "Run", "Step", "Stop", "Telemetry", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
     "__version__", "configure", "tool",
+    # streaming: Agent.stream / astream, their events, and what a streaming model yields
+    "AgentStream", "AsyncAgentStream", "StreamNotEnded", "StreamEvent", "TextDelta", "ToolCallEvent",
+    "ToolResultEvent", "StepEnd", "RunEnd", "ToolCallDelta", "TurnEnd",
 ]

@@ -19,6 +19,7 @@ from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegi
 from .._core._records import Message, Model, being_cancelled
 from .._core._run import Run, RunState, current_run, initial_messages
 from .._instrumentation._spans import DeadlineExceeded, RunScope, failure_kind
+from ._stream import AgentStream, AsyncAgentStream
 from ._team import agent_tool
 from .._instrumentation._telemetry import AgentTelemetry
 from .._core._tools import Registry, Tool
@@ -130,6 +131,22 @@ class Agent:
         finally:
             current_run.reset(token)
         return self._end(traced, run, parent)
+
+    def stream(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
+               conversation_id: str | None = None) -> AgentStream:
+        """``run``, its events as they happen: ``with agent.stream(task) as stream: for event in
+        stream: ...``, then ``stream.run``. The same decisions, stops, spans and metrics as ``run``
+        (``_stream.py``); a consumer that stops reading ends the run ``cancelled``."""
+        if self._registry.has_async_tools and _in_event_loop():
+            raise RuntimeError("Agent.stream was called inside a running event loop and this agent has "
+                               "async tools; use `async with agent.astream(...)` instead")
+        return AgentStream(self, task, history, budget, conversation_id)
+
+    def astream(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
+                conversation_id: str | None = None) -> AsyncAgentStream:
+        """``arun``, its events as they happen: ``async with agent.astream(task) as stream: async
+        for event in stream: ...``, then ``stream.run``."""
+        return AsyncAgentStream(self, task, history, budget, conversation_id)
 
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
                conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]:

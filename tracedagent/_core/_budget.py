@@ -26,8 +26,10 @@ class Stop(str, enum.Enum):
     TIME_BUDGET = "time_budget_exhausted"
     TOOL_CALL_BUDGET = "tool_call_budget_exhausted"
     CANCELLED = "cancelled"
-    """The run was interrupted (its task cancelled, or ``KeyboardInterrupt``). No ``Run`` is
-    returned for it - the interruption propagates - but its spans and metrics carry this name."""
+    """The run was interrupted (its task cancelled, or ``KeyboardInterrupt``), or the consumer of
+    its stream stopped reading before it ended. ``run``/``arun`` return no ``Run`` for it - the
+    interruption propagates - but its spans and metrics carry this name; a stream's ``run`` is
+    a ``Run`` with this stop."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,6 +55,11 @@ GEN_AI_OUTPUT_MESSAGES = _gen_ai.GEN_AI_OUTPUT_MESSAGES
 GEN_AI_SYSTEM_INSTRUCTIONS = _gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS
 GEN_AI_TOOL_CALL_ARGUMENTS = _gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
 GEN_AI_TOOL_CALL_RESULT = _gen_ai.GEN_AI_TOOL_CALL_RESULT
+GEN_AI_REQUEST_STREAM = getattr(_gen_ai, "GEN_AI_REQUEST_STREAM", "gen_ai.request.stream")
+"""``true`` on the ``chat`` span of a streamed model call (the conventions: set if and only if streaming)."""
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = getattr(_gen_ai, "GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK",
+                                              "gen_ai.response.time_to_first_chunk")
+"""Seconds from the streamed request to its first chunk, on the ``chat`` span (absent if none came)."""
 ERROR_TYPE = _error.ERROR_TYPE
 SERVER_ADDRESS = _server.SERVER_ADDRESS
 SERVER_PORT = _server.SERVER_PORT
@@ -97,13 +102,18 @@ BUDGET_PRICE_PER_1K_INPUT = "tracedagent.budget.price_per_1k_input"
 """Set only when the budget has prices (as are ``BUDGET_PRICE_PER_1K_OUTPUT`` and ``COST_USD``)."""
 BUDGET_PRICE_PER_1K_OUTPUT = "tracedagent.budget.price_per_1k_output"
 DRIVER = "tracedagent.driver"
-"""On an ``invoke_agent`` span: ``run`` or ``arun``, the method that drove the run."""
+"""On an ``invoke_agent`` span: ``run``, ``arun``, ``stream`` or ``astream``, the method that drove the run."""
 TOOLS_PARALLEL = "tracedagent.tools.parallel"
 """On an ``arun`` run's span: whether a turn's tool calls were dispatched concurrently."""
 TOOLS_MAX_CONCURRENCY = "tracedagent.tools.max_concurrency"
 """On an ``arun`` run's span, when parallel calls were limited: at most this many at once."""
 DRIVER_RUN = "run"
 DRIVER_ARUN = "arun"
+DRIVER_STREAM = "stream"
+DRIVER_ASTREAM = "astream"
+RESPONSE_CHUNKS = "tracedagent.response.chunks"
+"""On the ``chat`` span of a streamed model call: how many chunks arrived (text deltas, tool-call
+fragments and the provider's closing report); nothing is recorded per chunk."""
 
 # tracedagent.temporal (docs/temporal.md): a run driven by a Temporal workflow is an ``arun``
 # run (its driver attribute says so, and replay plays it so); these say where it ran.
@@ -144,6 +154,9 @@ METRIC_COST = "tracedagent.cost"
 METRIC_RUN_STEPS = "tracedagent.run.steps"
 METRIC_TOKEN_USAGE = _gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
 METRIC_OPERATION_DURATION = _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION
+METRIC_TIME_TO_FIRST_CHUNK = getattr(_gen_ai_metrics, "GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK",
+                                     "gen_ai.client.operation.time_to_first_chunk")
+"""Streamed model calls only, as the conventions say; its buckets are the duration's."""
 
 TOKEN_USAGE_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576,
                        4194304, 16777216, 67108864)

@@ -261,12 +261,16 @@ class RunState:
             return self.finish(Stop.TIME_BUDGET)
         return None
 
-    def model_failed(self, error: BaseException | None) -> Run:
+    def model_failed(self, error: BaseException | None, received: Completion | None = None) -> Run:
         """A model call that raised, or (``None``) was cut off at the deadline: out of time if
         the time budget ran out meanwhile (the adapter was given what was left as its
-        timeout), else the model's error. The failed call still counts as a step."""
+        timeout), else the model's error. The failed call still counts as a step; what a
+        streamed call had delivered before it broke or was cut (``received``) is kept as it."""
         out_of_time = error is None or (self.deadline is not None and time.monotonic() >= self.deadline)
-        return self.finish(Stop.TIME_BUDGET if out_of_time else Stop.MODEL_ERROR, error=error, call_failed=True)
+        if received is not None:
+            self.record(len(self.steps), received)
+        return self.finish(Stop.TIME_BUDGET if out_of_time else Stop.MODEL_ERROR, error=error,
+                           call_failed=received is None)
 
     def append(self, step: Step, *results: ToolResult) -> Run | None:
         """Keep dispatched calls' results on their step, in call order, and show each to the
@@ -366,4 +370,6 @@ class RunState:
             return f"Stopped: ran out of the {b.max_seconds:g}-second time budget."
         if stop is Stop.TOOL_CALL_BUDGET:
             return f"Stopped: the model asked for {detail}."
+        if stop is Stop.CANCELLED:  # a stream whose consumer stopped reading: stream.run
+            return "Stopped: the run was cancelled before it ended."
         raise AssertionError(f"no explanation for {stop!r}")  # pragma: no cover - Stop is closed

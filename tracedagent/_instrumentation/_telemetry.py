@@ -189,6 +189,9 @@ class AgentTelemetry:
         self.duration_histogram = meter.create_histogram(
             N.METRIC_OPERATION_DURATION, unit="s", description="Duration of model calls.",
             explicit_bucket_boundaries_advisory=N.OPERATION_DURATION_BUCKETS)
+        self.first_chunk_histogram = meter.create_histogram(
+            N.METRIC_TIME_TO_FIRST_CHUNK, unit="s", description="Time to the first chunk of streamed model calls.",
+            explicit_bucket_boundaries_advisory=N.OPERATION_DURATION_BUCKETS)
 
     def run_start_attributes(self, budget: Budget) -> dict[str, Any]:
         """The run span's attributes at its start: the agent, its model and the run's ceilings and

@@ -11,9 +11,10 @@ import json
 import math
 import threading
 import time
-from typing import Any, Iterable, Union
+from typing import Any, AsyncIterator, Iterable, Iterator, Union
 
 from .._core._records import Completion, Message, ToolCall, Usage
+from .._core._streaming import ModelChunk, TurnEnd
 
 __all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens"]
 
@@ -47,13 +48,25 @@ class FakeModel:
     ``acomplete`` (which ``Agent.arun`` awaits) plays the same script; its latency is an
     ``asyncio.sleep``. A turn without usage gets an estimate (``estimate_tokens``) unless
     ``estimate_usage=False``.
+
+    ``stream`` / ``astream`` (which ``Agent.stream`` / ``astream`` read) play the same script a
+    piece at a time: the text in chunks of ``chunk_size`` characters, each after
+    ``chunk_delay`` seconds, then the turn's tool calls whole, then a ``TurnEnd`` with the
+    usage; the chunks add up to the turn ``complete`` returns.
     """
 
     provider_name = "fake"
 
     def __init__(self, script: Iterable[ScriptItem], *, model_name: str = "fake-model",
-                 latency: float = 0.0, estimate_usage: bool = True) -> None:
+                 latency: float = 0.0, estimate_usage: bool = True, chunk_size: int = 4,
+                 chunk_delay: float = 0.0) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         self.script = list(script)
+        self.chunk_size = chunk_size
+        """Characters of text per streamed chunk."""
+        self.chunk_delay = chunk_delay
+        """Seconds before each streamed text chunk: a slow stream, for deadlines and demos."""
         self.estimate_usage = estimate_usage
         """``False`` plays each turn's usage as scripted, zero included (replay does: a
         provider that reported no tokens reported none)."""
@@ -81,6 +94,37 @@ class FakeModel:
         if self.latency:
             await asyncio.sleep(self.latency)
         return self._play(index, messages, tools)
+
+    def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+               max_output_tokens: int | None = None, temperature: float | None = None) -> Iterator[ModelChunk]:
+        """``complete``, a chunk at a time (its latency before the first, ``chunk_delay`` before each text chunk)."""
+        index = self._take(messages, tools, max_output_tokens, temperature)
+        if self.latency:
+            time.sleep(self.latency)
+        for chunk in self._pieces(self._play(index, messages, tools)):
+            if self.chunk_delay and type(chunk) is str:
+                time.sleep(self.chunk_delay)
+            yield chunk
+
+    async def astream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                      max_output_tokens: int | None = None,
+                      temperature: float | None = None) -> AsyncIterator[ModelChunk]:
+        """``stream`` for ``Agent.astream``: its sleeps are ``asyncio.sleep``."""
+        index = self._take(messages, tools, max_output_tokens, temperature)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        for chunk in self._pieces(self._play(index, messages, tools)):
+            if self.chunk_delay and type(chunk) is str:
+                await asyncio.sleep(self.chunk_delay)
+            yield chunk
+
+    def _pieces(self, completion: Completion) -> Iterator[ModelChunk]:
+        text, size = completion.text, self.chunk_size
+        for start in range(0, len(text), size):
+            yield text[start:start + size]
+        yield from completion.tool_calls
+        yield TurnEnd(usage=completion.usage, model=completion.model, finish_reason=completion.finish_reason,
+                      response_id=completion.response_id, provider_data=completion.provider_data)
 
     def _take(self, messages: list[Message], tools: list[dict[str, Any]] | None,
               max_output_tokens: int | None, temperature: float | None) -> int:

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 from contextlib import contextmanager
-from typing import Any, Callable, ClassVar, Iterable, Iterator
+from typing import Any, AsyncIterator, Callable, ClassVar, Iterable, Iterator
 from urllib.parse import urlsplit
 
 from .._core._records import Completion, Message, in_thread
+from .._core._streaming import ModelChunk, decode_arguments
 from .._core._secrets import redact
 
-__all__ = ["SdkModel", "MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
+__all__ = ["SdkModel", "StreamReader", "MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
            "encode_arguments", "server_of", "capped_timeout", "scrub_secrets"]
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -98,6 +99,50 @@ class SdkModel:
             response = await self._create(client)(**request)
         return self._completion(response)
 
+    def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+               max_output_tokens: int | None = None, temperature: float | None = None,
+               timeout: float | None = None) -> Iterator[ModelChunk]:
+        """``complete``, streamed: the same request with ``stream=True`` through the sync client,
+        yielding the provider's text deltas and tool-call fragments as they arrive, then a
+        ``TurnEnd`` with the usage. Closing the generator early (the consumer stopped reading)
+        closes the HTTP response, so the provider sees the client go away. A stream that
+        breaks raises what the SDK (or ``httpx``) raised, scrubbed like ``complete``'s errors."""
+        if self.client is None:
+            raise TypeError(f"{type(self).__name__} was given only an async_client: stream through "
+                            "astream (Agent.astream), or give it a client as well")
+        request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
+        reader = self._reader()
+        with self._scrubbed(self.client):
+            response = self._create(self.client)(**request, **self._stream_request())
+            with response:
+                for event in response:
+                    yield from reader.read(event)
+        yield reader.end()
+
+    async def astream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+                      max_output_tokens: int | None = None, temperature: float | None = None,
+                      timeout: float | None = None) -> AsyncIterator[ModelChunk]:
+        """``stream`` through the async client. Given only a sync ``client``, the sync stream is
+        read in a worker thread, one chunk at a time."""
+        client = self._async_client_here()
+        if client is None:
+            chunks = self.stream(messages, tools, max_output_tokens, temperature, timeout)
+            try:
+                while (chunk := await in_thread(next, chunks, None)) is not None:
+                    yield chunk
+            finally:
+                await in_thread(chunks.close)
+            return
+        request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
+        reader = self._reader()
+        with self._scrubbed(client):
+            response = await self._create(client)(**request, **self._stream_request())
+            async with response:
+                async for event in response:
+                    for chunk in reader.read(event):
+                        yield chunk
+        yield reader.end()
+
     def _async_client_here(self) -> Any:
         """The async client for the running event loop. An async client's connections belong to
         the loop that opened them (a second ``asyncio.run`` reusing them fails with "Event loop is
@@ -144,6 +189,28 @@ class SdkModel:
     def _completion(self, response: Any) -> Completion:
         raise NotImplementedError
 
+    def _stream_request(self) -> dict[str, Any]:
+        """What turns the request into a streamed one (``stream=True``, and whatever else the
+        provider needs to report usage at the end)."""
+        return {"stream": True}
+
+    def _reader(self) -> StreamReader:
+        raise NotImplementedError
+
+
+class StreamReader:
+    """One streamed response's events as the loop's chunks (``_streaming.ModelChunk``): what a
+    provider's adapter implements to stream. It keeps what the provider reports once (ids,
+    usage, the finish reason) for the ``TurnEnd`` of ``end``."""
+
+    def read(self, event: Any) -> Iterable[ModelChunk]:
+        """The chunks one event of the provider's stream carries (often one, often none)."""
+        raise NotImplementedError
+
+    def end(self) -> ModelChunk:
+        """The ``TurnEnd`` once the stream is over: usage, model, finish reason, response id."""
+        raise NotImplementedError
+
 
 def missing_sdk(module: str, extra: str) -> str:
     """The ImportError text for an adapter whose SDK is not installed."""
@@ -159,21 +226,6 @@ def client_options(client: Any, **options: Any) -> dict[str, Any]:
         raise TypeError(f"{', '.join(sorted(given))} configure the client the adapter builds; "
                         "set them on the client you passed instead")
     return given
-
-
-def decode_arguments(raw: Any) -> dict[str, Any] | str:
-    """Tool arguments as the registry wants them: a dict when the model sent a JSON object,
-    otherwise the raw text, so the registry answers ``invalid_arguments`` rather than guessing."""
-    if isinstance(raw, dict):
-        return raw
-    if raw is None:
-        return {}
-    text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
-    try:
-        parsed = json.loads(text) if text.strip() else {}
-    except (ValueError, RecursionError):  # the registry will say what is wrong with them
-        return text
-    return parsed if isinstance(parsed, dict) else text
 
 
 def encode_arguments(arguments: dict[str, Any] | str) -> str:

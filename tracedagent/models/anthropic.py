@@ -14,6 +14,10 @@ version (``2026-10-21``, which the SDK 2.x sends):
   ``provider_data["anthropic"]["thinking"]`` (see ``Completion.provider_data``) and are put
   back in front of the turn's other blocks when it is replayed.
 
+``stream`` / ``astream`` send the same request with ``stream=True`` and translate the
+stream's events into the loop's chunks; a streamed turn adds up to the ``Completion`` that
+``complete`` returns, thinking blocks included.
+
 Token counts follow the GenAI conventions: Anthropic's ``input_tokens`` excludes cached
 tokens, while ``gen_ai.usage.input_tokens`` SHOULD include them, so ``Usage.input_tokens``
 is ``input_tokens + cache_read_input_tokens + cache_creation_input_tokens``, with the two
@@ -26,7 +30,8 @@ import logging
 from typing import Any
 
 from .._core._records import Completion, Message, ToolCall, Usage
-from ._common import MalformedResponseError, SdkModel, decode_arguments, missing_sdk
+from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
+from ._common import MalformedResponseError, SdkModel, StreamReader, decode_arguments, missing_sdk
 
 try:
     import anthropic
@@ -75,7 +80,7 @@ class AnthropicModel(SdkModel):
         if reserved := _RESERVED & request_options.keys():
             raise TypeError(f"{', '.join(sorted(reserved))} cannot be request options: the loop sets "
                             "model, messages, system and tools, max_tokens has its own argument, "
-                            "and the adapter does not stream")
+                            "and stream() streams")
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
         self._connect(client, async_client, dict(base_url=base_url, api_key=api_key,
@@ -113,6 +118,76 @@ class AnthropicModel(SdkModel):
 
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
+
+    def _reader(self) -> StreamReader:
+        return _EventReader()
+
+
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+class _EventReader(StreamReader):
+    """The Messages API's stream events: ``message_start`` (id, model, input usage), content
+    blocks by index (text deltas; ``tool_use`` blocks named at their start, their input in
+    ``input_json_delta`` fragments; thinking blocks kept whole for ``provider_data``), and
+    ``message_delta`` (the stop reason, and usage counts so far, which replace earlier ones)."""
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.model: str | None = None
+        self.stop_reason: str | None = None
+        self.usage: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
+        self.thinking: dict[int, dict[str, Any]] = {}
+
+    def read(self, event: Any) -> list[ModelChunk]:
+        kind = getattr(event, "type", None)
+        if kind == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta":
+                return [delta.text] if delta.text else []
+            if delta.type == "input_json_delta":
+                return [ToolCallDelta(index=event.index, arguments=delta.partial_json or "")]
+            block = self.thinking.get(event.index)
+            if block is not None and delta.type == "thinking_delta":
+                block["thinking"] = block.get("thinking", "") + delta.thinking
+            elif block is not None and delta.type == "signature_delta":
+                block["signature"] = delta.signature
+            return []
+        if kind == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                return [ToolCallDelta(index=event.index, id=block.id, name=block.name)]
+            if block.type == "text":
+                return [block.text] if block.text else []
+            if block.type in _THINKING_TYPES:
+                self.thinking[event.index] = block.model_dump(mode="json", exclude_none=True)
+            return []
+        if kind == "message_start":
+            message = event.message
+            self.id, self.model = message.id, message.model
+            self._count(message.usage)
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason or self.stop_reason
+            self._count(event.usage)
+        return []
+
+    def _count(self, usage: Any) -> None:
+        for name in _USAGE_FIELDS:
+            value = getattr(usage, name, None)
+            if value is not None:
+                self.usage[name] = value
+
+    def end(self) -> ModelChunk:
+        thinking = [block for _, block in sorted(self.thinking.items())]
+        return TurnEnd(usage=_usage(_Counts(**self.usage)), model=self.model, finish_reason=self.stop_reason,
+                       response_id=self.id, provider_data={"anthropic": {"thinking": thinking}} if thinking else None)
+
+
+class _Counts:
+    """A streamed message's usage counts, read by ``_usage`` as it reads a response's."""
+
+    def __init__(self, **counts: int | None) -> None:
+        self.__dict__.update(counts)
 
 
 def _to_wire(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
@@ -166,7 +241,7 @@ def _to_completion(response: Any) -> Completion:
              for block in content if getattr(block, "type", None) == "tool_use"]
     thinking = [block.model_dump(mode="json", exclude_none=True) for block in content
                 if getattr(block, "type", None) in _THINKING_TYPES]
-    return Completion(text=text, tool_calls=calls, usage=_usage(response.usage), model=response.model,
+    return Completion(text=text, tool_calls=calls or (), usage=_usage(response.usage), model=response.model,
                       finish_reason=response.stop_reason, response_id=response.id,
                       provider_data={"anthropic": {"thinking": thinking}} if thinking else None)
 

@@ -7,7 +7,9 @@ reads ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` from the environment as usual.
 
 ``complete`` sends through ``openai.OpenAI``, ``acomplete`` through ``openai.AsyncOpenAI``;
 the request, the reading of the response and the scrubbing of errors are the same code
-(``SdkModel``), so the two cannot drift apart.
+(``SdkModel``), so the two cannot drift apart. ``stream`` / ``astream`` send the same request
+with ``stream=True`` and ``stream_options.include_usage``, and yield the chunks as they come
+(``Agent.stream``); tool-call fragments add up to the calls ``complete`` would return.
 
 Telemetry is not done here: the ``Agent`` wraps each call in a ``chat`` span and reads
 ``provider_name``, ``model_name``, ``server_address`` and ``server_port`` off this object.
@@ -21,7 +23,8 @@ import uuid
 from typing import Any, Literal
 
 from .._core._records import Completion, Message, ToolCall, Usage
-from ._common import MalformedResponseError, SdkModel, decode_arguments, encode_arguments, missing_sdk
+from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
+from ._common import MalformedResponseError, SdkModel, StreamReader, decode_arguments, encode_arguments, missing_sdk
 
 try:
     import openai
@@ -64,7 +67,7 @@ class OpenAIChatModel(SdkModel):
                  **request_options: Any) -> None:
         if reserved := _RESERVED & request_options.keys():
             raise TypeError(f"{', '.join(sorted(reserved))} cannot be request options: the loop sets "
-                            "the model, messages and tools, and the adapter does not stream")
+                            "the model, messages and tools, and stream() streams")
         if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
             raise ValueError(f"max_tokens_field must be 'max_completion_tokens' or 'max_tokens', "
                              f"got {max_tokens_field!r}")
@@ -98,6 +101,53 @@ class OpenAIChatModel(SdkModel):
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
 
+    def _stream_request(self) -> dict[str, Any]:
+        """Usage comes in a last chunk of its own, and only when asked for (``include_usage``)."""
+        options = self.request_options.get("stream_options") or {}
+        return {"stream": True, "stream_options": {**options, "include_usage": True}}
+
+    def _reader(self) -> StreamReader:
+        return _ChunkReader()
+
+
+class _ChunkReader(StreamReader):
+    """``chat.completion.chunk`` events: the first choice's deltas (content, refusal, tool-call
+    fragments by index) and, from the chunks that carry them, id, model, finish reason, usage."""
+
+    def __init__(self) -> None:
+        self.id: str | None = None
+        self.model: str | None = None
+        self.finish_reason: str | None = None
+        self.usage: Any = None
+
+    def read(self, event: Any) -> list[ModelChunk]:
+        self.id = event.id or self.id
+        self.model = event.model or self.model
+        if event.usage is not None:
+            self.usage = event.usage
+        if not event.choices:
+            return []
+        choice = event.choices[0]
+        if choice.finish_reason:
+            self.finish_reason = choice.finish_reason
+        delta = choice.delta
+        if delta is None:
+            return []
+        chunks: list[ModelChunk] = []
+        if delta.content:
+            chunks.append(delta.content)
+        if delta.refusal:  # the non-streamed path's text when there is no content
+            chunks.append(delta.refusal)
+        for call in delta.tool_calls or ():
+            function = call.function
+            chunks.append(ToolCallDelta(index=call.index, id=call.id, name=function and function.name,
+                                        arguments=(function and function.arguments) or ""))
+        return chunks
+
+    def end(self) -> ModelChunk:
+        return TurnEnd(usage=_usage(self.usage), model=self.model, finish_reason=self.finish_reason,
+                       response_id=self.id)
+
 
 def _to_wire(message: Message) -> dict[str, Any]:
     """One loop message as a Chat Completions message (the shapes are nearly the same)."""
@@ -130,7 +180,7 @@ def _to_completion(response: Any) -> Completion:
     calls = [ToolCall(id=call.id or f"call_{uuid.uuid4().hex[:24]}", name=call.function.name,
                       arguments=decode_arguments(call.function.arguments))
              for call in message.tool_calls or () if getattr(call, "function", None) is not None]
-    return Completion(text=message.content or message.refusal or "", tool_calls=calls,
+    return Completion(text=message.content or message.refusal or "", tool_calls=calls or (),
                       usage=_usage(response.usage), model=response.model,
                       finish_reason=choice.finish_reason, response_id=response.id)
 

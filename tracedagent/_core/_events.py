@@ -1,0 +1,78 @@
+"""What ``Agent.stream`` / ``astream`` yield: small frozen records, one per thing that happened.
+
+Each has a ``type`` string (a class attribute, so that an event is no bigger than its fields)
+and names the agent that produced it, so that a team's events can be told apart. The order
+is the run's: a step's ``text_delta`` events as the model writes, its ``tool_call`` events
+once its turn is whole, a ``tool_result`` per dispatched call, ``step_end`` for every step the
+run records, and ``run_end`` - always the last event, once every span of the run has ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Union
+
+from ._records import ToolCall, ToolResult
+from ._run import Run, Step
+
+__all__ = ["TextDelta", "ToolCallEvent", "ToolResultEvent", "StepEnd", "RunEnd", "StreamEvent"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    """Text the model added to its answer, as it arrived."""
+
+    type: ClassVar[str] = "text_delta"
+    agent: str
+    """The name of the agent whose model wrote it."""
+    text: str
+    """The new text (never empty); a step's deltas joined are its ``completion.text``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallEvent:
+    """A tool call the model's turn asked for, once the turn is whole (its arguments complete),
+    before the run decides whether to dispatch it."""
+
+    type: ClassVar[str] = "tool_call"
+    agent: str
+    """The name of the agent whose model asked."""
+    call: ToolCall
+    """The call, as ``Step.completion.tool_calls`` holds it."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultEvent:
+    """What dispatching one call produced (a call that was not dispatched has none)."""
+
+    type: ClassVar[str] = "tool_result"
+    agent: str
+    """The name of the agent that dispatched the call."""
+    result: ToolResult
+    """The result, as ``Step.tool_results`` holds it."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepEnd:
+    """A step the run recorded has ended (the run's last step ends just before ``RunEnd``)."""
+
+    type: ClassVar[str] = "step_end"
+    agent: str
+    """The name of the agent whose step it was."""
+    step: Step
+    """The step, as ``Run.steps`` holds it."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunEnd:
+    """The run has ended, for a named reason, and every span it opened has ended: the last event."""
+
+    type: ClassVar[str] = "run_end"
+    agent: str
+    """The name of the agent whose run it was."""
+    run: Run
+    """The run, which ``stream.run`` also gives from now on."""
+
+
+StreamEvent = Union[TextDelta, ToolCallEvent, ToolResultEvent, StepEnd, RunEnd]
+"""Any event a stream yields; ``event.type`` says which."""

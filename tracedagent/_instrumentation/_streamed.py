@@ -1,0 +1,240 @@
+"""The model as the streaming drivers see it: each call a ``chat`` span, its text passed on as it
+arrives, and nothing recorded per chunk.
+
+``StreamedModel.stream`` / ``astream`` read the model's ``stream`` / ``astream`` into a
+``StreamedTurn`` and yield each text delta; the driver reads the finished turn (or, when the
+stream broke, what had arrived) off the ``StreamedTurn`` it passed in. The ``chat`` span is
+the one ``complete`` gets (``ChatScope``), plus ``gen_ai.request.stream``, the time to the
+first chunk and the number of chunks, set once at the end; the time to the first chunk is
+also a histogram. A model without ``stream`` is called through ``InstrumentedModel`` as the
+other drivers call it, its whole text one delta, its span exactly theirs.
+
+However the stream ends, its span ends: a consumer that stops reading closes these
+generators, which closes the model's stream (an adapter's HTTP response with it) and ends
+the span marked ``cancelled``; the run's deadline ends it marked ``timeout``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, AsyncIterator, Iterator
+
+from .._core import _names as N
+from .._core._records import Completion, Message, check_completion, in_thread
+from .._core._streaming import StreamedTurn
+from ._instrumented import InstrumentedModel, _before, _takes_timeout
+from ._spans import ChatScope, DeadlineExceeded, failure_kind
+from ._telemetry import AgentTelemetry, bounded, guard
+
+__all__ = ["StreamedModel", "StreamScope", "Turn"]
+
+
+class Turn(StreamedTurn):
+    """A ``StreamedTurn`` with the checked ``Completion`` once the call has ended."""
+
+    __slots__ = ("result",)
+
+    def __init__(self) -> None:
+        StreamedTurn.__init__(self)
+        self.result: Completion | None = None
+        """The whole turn, checked (``check_completion``), once the stream ended well."""
+
+    def received(self) -> Completion | None:
+        """What a broken or cut stream had delivered, or ``None`` if nothing came (or what came
+        is not a turn the loop can keep: the model's error then is the whole story)."""
+        if not self.chunks:
+            return None
+        try:
+            return check_completion(self.partial())
+        except TypeError:
+            return None
+
+
+class StreamScope(ChatScope):
+    """The ``chat`` span of a streamed call: ``ChatScope``'s, plus what streaming adds."""
+
+    __slots__ = ("_asked", "_first")
+    doing = "ending a streamed chat span"
+
+    def __init__(self, telemetry: AgentTelemetry, messages: list[Message],
+                 max_output_tokens: int | None, temperature: float | None) -> None:
+        ChatScope.__init__(self, telemetry, messages, max_output_tokens, temperature)
+        with guard("marking a streamed call"):
+            if self.recording:
+                self.span.set_attribute(N.GEN_AI_REQUEST_STREAM, True)
+        self._asked = time.perf_counter()
+        self._first: float | None = None
+
+    def first_chunk(self) -> None:
+        """The first chunk arrived now."""
+        self._first = time.perf_counter() - self._asked
+
+    def finish(self, completion: Completion, chunks: int) -> None:
+        self._facts(chunks, None)
+        self.end(completion)
+
+    def broke(self, kind: str, chunks: int) -> None:
+        self._facts(chunks, kind)
+        self.fail(kind)
+
+    def _facts(self, chunks: int, kind: str | None) -> None:
+        t, first = self._t, self._first
+        with guard(self.doing):
+            if self.recording:
+                self.span.set_attribute(N.RESPONSE_CHUNKS, chunks)
+                if first is not None:
+                    self.span.set_attribute(N.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, first)
+        if first is not None and t.metrics_on:
+            with guard("recording model metrics"):
+                labels = t.chat_attributes if kind is None else {**t.chat_attributes, N.ERROR_TYPE: bounded(kind)}
+                t.first_chunk_histogram.record(first, labels)
+
+
+def _close(chunks: Any) -> None:
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()
+
+
+async def _aclose(chunks: Any) -> None:
+    close = getattr(chunks, "aclose", None)
+    if close is not None:
+        await close()
+
+
+class StreamedModel:
+    """An ``InstrumentedModel``'s model, called to stream."""
+
+    def __init__(self, model: InstrumentedModel, telemetry: AgentTelemetry) -> None:
+        self.instrumented = model
+        self._t = telemetry
+        raw = model.wrapped
+        self._stream = getattr(raw, "stream", None)
+        self._astream = getattr(raw, "astream", None)
+        self._stream_takes_timeout = self._stream is not None and _takes_timeout(self._stream)
+        self._astream_takes_timeout = self._astream is not None and _takes_timeout(self._astream)
+
+    @property
+    def streams(self) -> bool:
+        """Whether the model streams at all (else every call is ``complete``'s, one delta)."""
+        return self._stream is not None or self._astream is not None
+
+    def _options(self, tools: Any, max_output_tokens: int | None, temperature: float | None,
+                 deadline: float | None, takes_timeout: bool) -> dict[str, Any]:
+        options: dict[str, Any] = {"tools": tools, "max_output_tokens": max_output_tokens, "temperature": temperature}
+        if deadline is not None and takes_timeout:
+            options["timeout"] = max(0.0, deadline - time.monotonic())
+        return options
+
+    def stream(self, turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None,
+               max_output_tokens: int | None, temperature: float | None, *,
+               deadline: float | None) -> Iterator[str]:
+        """The call's text deltas as they arrive; ``turn.result`` once it has ended. Past
+        ``deadline`` (checked as each chunk arrives; the model was given the time left as its
+        timeout) the call is cut: ``DeadlineExceeded``."""
+        if self._stream is None:
+            completion = self.instrumented.complete(messages, tools, max_output_tokens, temperature,
+                                                    timeout=None if deadline is None else
+                                                    max(0.0, deadline - time.monotonic()))
+            turn.result = completion
+            if completion.text:
+                yield completion.text
+            return
+        scope = StreamScope(self._t, messages, max_output_tokens, temperature)
+        chunks: Any = None
+        try:
+            options = self._options(tools, max_output_tokens, temperature, deadline, self._stream_takes_timeout)
+            chunks = iter(self._stream(messages, **options))
+            first = True
+            for chunk in chunks:
+                if first:
+                    scope.first_chunk()
+                    first = False
+                text = turn.add(chunk)
+                if text:
+                    yield text
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise DeadlineExceeded
+            turn.result = check_completion(turn.completion())
+        except GeneratorExit:  # the consumer stopped reading
+            _close(chunks)
+            scope.broke(N.ERROR_CANCELLED, turn.chunks)
+            raise
+        except BaseException as exc:
+            try:
+                _close(chunks)
+            finally:
+                scope.broke(failure_kind(exc), turn.chunks)
+            raise
+        _close(chunks)
+        scope.finish(turn.result, turn.chunks)
+
+    async def astream(self, turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None,
+                      max_output_tokens: int | None, temperature: float | None, *,
+                      deadline: float | None) -> AsyncIterator[str]:
+        """``stream`` for async code: the model's ``astream`` (or its ``stream`` read in a worker
+        thread, or ``acomplete``); a chunk still awaited when ``deadline`` passes is cancelled."""
+        if self._astream is None and self._stream is None:
+            completion = await self.instrumented.acomplete(messages, tools, max_output_tokens, temperature,
+                                                           deadline=deadline)
+            turn.result = completion
+            if completion.text:
+                yield completion.text
+            return
+        scope = StreamScope(self._t, messages, max_output_tokens, temperature)
+        chunks: Any = None
+        try:
+            if self._astream is not None:
+                options = self._options(tools, max_output_tokens, temperature, deadline, self._astream_takes_timeout)
+                chunks = self._astream(messages, **options).__aiter__()
+                read = chunks.__anext__
+            else:
+                options = self._options(tools, max_output_tokens, temperature, deadline, self._stream_takes_timeout)
+                chunks = _Threaded(iter(self._stream(messages, **options)))  # type: ignore[misc]
+                read = chunks.__anext__
+            first = True
+            while True:
+                try:
+                    chunk = await (read() if deadline is None else _before(deadline, read()))
+                except StopAsyncIteration:
+                    break
+                if first:
+                    scope.first_chunk()
+                    first = False
+                text = turn.add(chunk)
+                if text:
+                    yield text
+            turn.result = check_completion(turn.completion())
+        except GeneratorExit:
+            await _aclose(chunks)
+            scope.broke(N.ERROR_CANCELLED, turn.chunks)
+            raise
+        except BaseException as exc:
+            try:
+                await _aclose(chunks)
+            finally:
+                scope.broke(failure_kind(exc), turn.chunks)
+            raise
+        await _aclose(chunks)
+        scope.finish(turn.result, turn.chunks)
+
+
+class _Threaded:
+    """A sync model stream read from async code, each chunk in a worker thread."""
+
+    __slots__ = ("_chunks",)
+
+    def __init__(self, chunks: Iterator[Any]) -> None:
+        self._chunks = chunks
+
+    async def __anext__(self) -> Any:
+        chunk = await in_thread(next, self._chunks, _END)
+        if chunk is _END:
+            raise StopAsyncIteration
+        return chunk
+
+    async def aclose(self) -> None:
+        await in_thread(_close, self._chunks)
+
+
+_END = object()
