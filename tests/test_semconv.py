@@ -128,7 +128,7 @@ def test_the_enums_are_the_code_s(resolved):
         assert _members(attributes[name]) == stops, name
     # A tool call's outcome, plus `cancelled`: the counter's outcome for a call a cancellation cut off.
     assert _members(attributes[N.TOOL_OUTCOME]) == {o.value for o in ToolOutcome} | {N.ERROR_CANCELLED}
-    assert _members(attributes[N.DRIVER]) == {N.DRIVER_RUN, N.DRIVER_ARUN}
+    assert _members(attributes[N.DRIVER]) == {N.DRIVER_RUN, N.DRIVER_ARUN, N.DRIVER_STREAM, N.DRIVER_ASTREAM}
 
 
 def test_the_registry_s_metrics_are_the_instruments_the_code_creates(resolved):
