@@ -147,3 +147,37 @@ def test_the_benchmark_runs_and_prints_every_figure():
     assert done.returncode == 0, done.stderr
     for figure in ("(a) bare Temporal workflow", "(b) tracedagent.temporal run", "(b)/(a) = ", "runs/s"):
         assert figure in done.stdout, done.stdout
+
+
+async def test_sub_agents_are_child_workflows_with_the_same_run_and_span_tree_as_arun(client):
+    """A planner delegating to two sub-agents in one turn (one answers, one runs out of steps):
+    on Temporal each sub-run is a child workflow inside the planner's execute_tool span, and
+    the team's Run (totals, sub-runs) and span tree are arun's."""
+    from tracedagent import Completion, ToolCall
+
+    def team(provider):
+        suffix = "team"
+        researcher = Agent(FakeModel([tool_call("search_help", {"q": "delays"}, id="r1"), "found"]), TOOLS,
+                           name=f"researcher-{suffix}", tracer_provider=provider)
+        writer = Agent(FakeModel([tool_call("search_help", {"q": str(i)}, id=f"w{i}") for i in range(5)]), TOOLS,
+                       name=f"writer-{suffix}", budget=Budget(max_steps=2), tracer_provider=provider)
+        planner = Agent(FakeModel([Completion(tool_calls=[ToolCall("r", researcher.name, {"task": "find"}),
+                                                          ToolCall("w", writer.name, {"task": "write"})]), "done"]),
+                        [researcher.as_tool(description="Researches."), writer.as_tool(description="Writes.")],
+                        name=f"planner-{suffix}", tracer_provider=provider)
+        return planner, researcher, writer
+
+    here, here_spans = recording()
+    there, there_spans = recording()
+    planner, _, _ = team(here)
+    expected = await planner.arun("plan", conversation_id="chat-1")
+    durable = team(there)
+    queue = f"q-{uuid.uuid4().hex}"
+    async with worker(client, durable, task_queue=queue, max_cached_workflows=0):  # replays at every step too
+        run = await run_on_temporal(client, durable[0].name, "plan", task_queue=queue, conversation_id="chat-1",
+                                    tracer_provider=there)
+    assert run_facts(run) == run_facts(expected)
+    assert sorted((r.stop, r.output, r.input_tokens, r.step_count) for r in run.sub_runs) == \
+        sorted((r.stop, r.output, r.input_tokens, r.step_count) for r in expected.sub_runs)
+    assert tree(list(there_spans.get_finished_spans())) == tree(list(here_spans.get_finished_spans()))
+    assert len({s.context.trace_id for s in there_spans.get_finished_spans()}) == 1

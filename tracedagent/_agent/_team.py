@@ -14,7 +14,7 @@ counts its usage in the caller's totals. How its stop reaches the caller:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from opentelemetry import trace
 
@@ -30,7 +30,7 @@ class _Runs(Protocol):
 
     async def arun(self, task: str, *, budget: Budget | None = None) -> Run: ...
 
-__all__ = ["agent_tool", "SubAgentTool"]
+__all__ = ["agent_tool", "answer", "SubAgentTool"]
 
 TASK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["task"],
                "properties": {"task": {"type": "string", "description": "What the sub-agent should do."}}}
@@ -44,6 +44,27 @@ class SubAgentTool(Tool):
 
     ends_itself_at_deadline: ClassVar[bool] = True
 
+    runs: Any = None
+    """The agent whose run this tool is. A driver may run it its own way: ``tracedagent.temporal``
+    runs it as a child workflow, with ``budget`` and ``answer`` as here."""
+    budget: Budget | None = None
+    """The budget ``as_tool`` was given (``None``: the sub-agent's own)."""
+    fatal_is_fatal: bool = True
+    """Whether the sub-agent's ``fatal_tool_error`` ends the caller's run too."""
+
+    def answer(self, run: Run) -> str:
+        """What the calling model is shown of the sub-agent's run (see ``answer``)."""
+        return answer(self.name, run, self.fatal_is_fatal)
+
+
+def answer(name: str, run: Run, fatal_is_fatal: bool) -> str:
+    """The sub-agent's answer, or the ``ToolError`` (``FatalToolError``) saying why it stopped."""
+    if run.ok:
+        return run.output
+    if run.stop is Stop.TOOL_FATAL and fatal_is_fatal:
+        raise FatalToolError(f"sub-agent {name} stopped: {run.stop.value}")
+    raise ToolError(f"sub-agent {name} stopped ({run.stop.value}): {run.output}")
+
 
 def agent_tool(agent: _Runs, *, name: str, description: str, budget: Budget | None,
                fatal_is_fatal: bool = True) -> Tool:
@@ -53,10 +74,7 @@ def agent_tool(agent: _Runs, *, name: str, description: str, budget: Budget | No
         run = await agent.arun(task, budget=budget)
         with guard("marking the sub-agent's stop"):  # the current span is the caller's execute_tool span
             trace.get_current_span().set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)
-        if run.ok:
-            return run.output
-        if run.stop is Stop.TOOL_FATAL and fatal_is_fatal:
-            raise FatalToolError(f"sub-agent {name} stopped: {run.stop.value}")
-        raise ToolError(f"sub-agent {name} stopped ({run.stop.value}): {run.output}")
+        return answer(name, run, fatal_is_fatal)
 
-    return SubAgentTool(name=name, description=description, parameters=TASK_SCHEMA, fn=delegate)
+    return SubAgentTool(name=name, description=description, parameters=TASK_SCHEMA, fn=delegate, runs=agent,
+                        budget=budget, fatal_is_fatal=fatal_is_fatal)

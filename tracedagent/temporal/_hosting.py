@@ -21,7 +21,7 @@ from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegi
 from .._instrumentation._telemetry import AgentTelemetry
 from ._telemetry import activity_telemetry, workflow_telemetry
 
-__all__ = ["ActivitySettings", "HostedAgent", "host", "hosted", "unhost"]
+__all__ = ["ActivitySettings", "HostedAgent", "host", "hosted", "is_hosted", "unhost"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +93,10 @@ def host(task_queue: str, agent: Agent, settings: ActivitySettings) -> None:
 def unhost(task_queue: str, name: str) -> None:
     with _lock:
         _hosted.pop((task_queue, name), None)
+
+
+def is_hosted(task_queue: str, name: str) -> bool:
+    return (task_queue, name) in _hosted
 
 
 def hosted(task_queue: str, name: str) -> HostedAgent:

@@ -22,11 +22,13 @@ from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._records import ToolCall, ToolOutcome, ToolResult
 from .._core._run import Run, RunState, initial_messages
-from .._instrumentation._spans import RunScope, failure_kind
+from .._agent._team import SubAgentTool
+from .._core._tools import Registry, Tool
+from .._instrumentation._spans import RunScope, ToolScope, failure_kind
 from ._activities import PROPAGATOR, traceparent
-from ._codec import (budget_from_data, call_to_data, completion_from_data, error_from_data, result_from_data,
-                     run_to_data)
-from ._hosting import HostedAgent, hosted
+from ._codec import (budget_from_data, budget_to_data, call_to_data, completion_from_data, error_from_data,
+                     result_from_data, run_from_data, run_to_data)
+from ._hosting import HostedAgent, hosted, is_hosted
 
 __all__ = ["AgentRun", "WorkflowRunState"]
 
@@ -102,6 +104,7 @@ class _Loop:
 
     def __init__(self, agent: HostedAgent, state: WorkflowRunState, traced: RunScope) -> None:
         self.agent, self.state, self.traced = agent, state, traced
+        self.queue = workflow.info().task_queue
         self.settings = agent.settings
         self.name = agent.agent.name
 
@@ -151,6 +154,8 @@ class _Loop:
     async def _tool(self, call: ToolCall) -> ToolResult:
         left = self.state.seconds_left()
         tool = self.agent.tool(call.name)
+        if isinstance(tool, SubAgentTool) and tool.runs is not None and is_hosted(self.queue, tool.runs.name):
+            return await self._child(call, tool)
         request = {"agent": self.name, "call": call_to_data(call), "seconds_left": left, "traceparent": traceparent()}
         limit = self.settings.limit(tool.timeout if tool else None, left, self.settings.tool_timeout)
         try:
@@ -165,6 +170,38 @@ class _Loop:
 
     def _passed(self) -> bool:
         return self.state.deadline is not None and workflow.time() >= self.state.deadline
+
+    async def _child(self, call: ToolCall, tool: SubAgentTool) -> ToolResult:
+        """A sub-agent's run as a child workflow on this task queue, inside the call's
+        ``execute_tool`` span (made here, in the workflow), as ``run`` nests it: bounded by what
+        this run has left, its spend counted in this run's totals when it ends. The registry's
+        policy and argument checks run here first, in workflow code: they must be deterministic."""
+        scope = ToolScope(self.agent.workflow_telemetry, call, known=True)
+        try:
+            checked = self.agent.agent.registry._check(call)  # the policy and argument checks, not the call
+            if isinstance(checked, ToolResult):
+                scope.end(checked)
+                return checked
+            sub = hosted(self.queue, tool.runs.name)
+            budget = self.state.child_budget(tool.budget or sub.agent.budget)
+            request = {"agent": sub.agent.name, "task": checked[1]["task"], "history": None,
+                       "budget": budget_to_data(budget), "conversation_id": self.state.conversation_id,
+                       "traceparent": traceparent()}
+            data = await workflow.execute_child_workflow(
+                N.TEMPORAL_WORKFLOW, request, id=f"{workflow.info().workflow_id}.{workflow.uuid4().hex[:16]}",
+                task_queue=self.queue)
+        except BaseException as exc:  # cancelled, evicted (replaying: nothing ends), or the child failed
+            scope.fail(failure_kind(exc))
+            raise
+        run = run_from_data(data)
+        self.state.charge(run.input_tokens, run.output_tokens, run.cost)
+        self.state.absorb(run)
+        scope.span.set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)
+        # The sub-agent's answer or stop, as the caller's registry turns a tool's into a result.
+        shown = Tool(name=call.name, description="", fn=lambda: tool.answer(run))
+        result = Registry([shown]).dispatch(ToolCall(id=call.id, name=call.name, arguments={}))
+        scope.end(result)
+        return result
 
     async def _dispatch(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
         """As ``InstrumentedRegistry.adispatch_turn``: concurrently (at most the agent's
