@@ -6,7 +6,8 @@ the file parses, every image is pinned, every bind-mounted file exists, every
 published port is on 127.0.0.1, named volumes are declared, network_mode /
 depends_on name real services (service_healthy only on services with a healthcheck), and
 what the native stack gives its services besides the shared config files is given here
-too: Prometheus' rule files, the collector's feature gates (scripts/stack.sh).
+too: Prometheus' rule files, the collector's feature gates (scripts/stack.sh); and
+collector/jaeger.yaml's Jaeger settings are ones the release compose runs knows.
 Needs PyYAML.
 """
 
@@ -60,6 +61,7 @@ def main() -> int:
                 errors.append(f"{name}: waits for {dep} to be healthy, but {dep} has no healthcheck")
 
     errors += native_stack_differences(services)
+    errors += jaeger_config_errors(services)
     for error in errors:
         print(f"docker-compose.yml: {error}", file=sys.stderr)
     if not errors:
@@ -84,6 +86,68 @@ def native_stack_differences(services: dict) -> list[str]:
     if native_gates != compose_gates:
         errors.append(f"otel-collector: feature gates {sorted(compose_gates)} differ from scripts/stack.sh's "
                       f"OTELCOL_FEATURE_GATES {sorted(native_gates)}")
+    return errors
+
+
+# --- collector/jaeger.yaml against the Jaeger release compose runs ---------------------------
+# Without an engine the Jaeger binary cannot load the file, so its own components' keys are
+# checked against the configuration structs of that release: each key below is a
+# `mapstructure` tag in jaegertracing/jaeger at tag v2.20.0 (files named beside them). A key
+# that release does not know would make the container exit at start ("has invalid keys").
+# ANY: a block of OpenTelemetry Collector settings (confighttp, configgrpc, ...), not checked here.
+JAEGER_SCHEMA_VERSION = "2.20.0"
+ANY = None
+_BADGER = {  # internal/storage/v1/badger/config.go
+    "ttl": {"spans": ANY}, "directories": {"keys": ANY, "values": ANY}, "ephemeral": ANY, "consistency": ANY,
+    "maintenance_interval": ANY, "metrics_update_interval": ANY, "read_only": ANY,
+}
+_PROMETHEUS = {  # internal/config/promcfg/config.go (squashed), cmd/internal/storageconfig/config.go
+    "endpoint": ANY, "connect_timeout": ANY, "tls": ANY, "token_file_path": ANY,
+    "token_override_from_context": ANY, "metric_namespace": ANY, "latency_unit": ANY, "normalize_calls": ANY,
+    "normalize_duration": ANY, "extra_query_parameters": ANY, "auth": ANY,
+}
+_TRACE_BACKEND = {"memory": ANY, "badger": _BADGER, "grpc": ANY, "cassandra": ANY, "elasticsearch": ANY,
+                  "opensearch": ANY, "clickhouse": ANY}  # cmd/internal/storageconfig/config.go
+_METRIC_BACKEND = {"prometheus": _PROMETHEUS, "elasticsearch": ANY, "opensearch": ANY, "clickhouse": ANY}
+JAEGER_COMPONENTS = {
+    ("extensions", "jaeger_query"): {  # cmd/jaeger/internal/extension/jaegerquery/{config,internal/flags}.go
+        "storage": {"traces": ANY, "traces_archive": ANY, "metrics": ANY},
+        "base_path": ANY, "ui": {"config_file": ANY, "assets_path": ANY, "log_access": ANY},
+        "bearer_token_propagation": ANY, "header_forwarding": ANY, "multi_tenancy": ANY,
+        "max_clock_skew_adjust": ANY, "max_trace_size": ANY, "enable_tracing": ANY, "http": ANY, "grpc": ANY,
+        "ai": {"agent_url": ANY, "enable_mcp": ANY, "max_request_body_size": ANY, "health_check_interval": ANY,
+               "health_check_timeout": ANY},
+        "otlp_proxy": {"target": ANY},
+    },
+    ("extensions", "jaeger_storage"): {"backends": ("map", _TRACE_BACKEND),
+                                       "metric_backends": ("map", _METRIC_BACKEND)},
+    ("exporters", "jaeger_storage_exporter"): {  # cmd/jaeger/internal/exporters/storageexporter/config.go
+        "trace_storage": ANY, "queue": ANY, "retry_on_failure": ANY},
+}
+
+
+def _unknown_keys(value, schema, where: str) -> list[str]:
+    if schema is ANY or value is None:
+        return []
+    if isinstance(schema, tuple):  # ("map", entry schema): user-chosen names, each an entry
+        return [e for name, entry in value.items() for e in _unknown_keys(entry, schema[1], f"{where}.{name}")]
+    if not isinstance(value, dict):
+        return [f"{where} should be a mapping"]
+    errors = [f"{where}.{key} is not a setting of Jaeger {JAEGER_SCHEMA_VERSION}" for key in value if key not in schema]
+    return errors + [e for key, sub in value.items() if key in schema for e in _unknown_keys(sub, schema[key],
+                                                                                             f"{where}.{key}")]
+
+
+def jaeger_config_errors(services: dict) -> list[str]:
+    """collector/jaeger.yaml's Jaeger components against the release the jaeger service runs."""
+    image = services["jaeger"]["image"]
+    if image != f"jaegertracing/jaeger:{JAEGER_SCHEMA_VERSION}":
+        return [f"jaeger: image {image} is not the release whose settings this script knows "
+                f"({JAEGER_SCHEMA_VERSION}): check collector/jaeger.yaml against it and update JAEGER_COMPONENTS"]
+    config = yaml.safe_load((ROOT / "collector" / "jaeger.yaml").read_text())
+    errors = []
+    for (kind, name), schema in JAEGER_COMPONENTS.items():
+        errors += _unknown_keys((config.get(kind) or {}).get(name), schema, f"collector/jaeger.yaml: {kind}.{name}")
     return errors
 
 
