@@ -11,6 +11,8 @@
   runs of one task parted.
 * ``doctor`` checks that the collector, Jaeger, Prometheus and Alertmanager answer, and says
   how to start what does not.
+* ``stack FOLDER`` writes the Docker Compose stack (its compose file and every config it
+  mounts, from package data) into a folder, for a user without the repository.
 
 Built on click (one dependency-free library) and rich. Every expected failure - a file
 that is not OTLP, a Jaeger that is not there, a trace that does not exist - becomes a
@@ -42,6 +44,7 @@ from rich.table import Table
 from . import _doctor
 from . import _options
 from . import _replay_cmd
+from . import _stack
 from .._core import _names as N
 from .._core._budget import Stop
 from .._export._configure import Telemetry, configure
@@ -418,3 +421,6 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
     _say(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
          f"{START_THE_STACK}; see collector/README.md.")
     sys.exit(1)
+
+
+cli.add_command(_stack.stack)
