@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib.resources import files
-from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import Any, Iterator
 
 import click
 
@@ -37,7 +36,8 @@ class StackFile:
     """The packaged bytes (the repository's file, through the package's link to it)."""
 
 
-def _walk(node: Traversable, prefix: PurePosixPath) -> Iterator[StackFile]:
+def _walk(node: Any, prefix: PurePosixPath) -> Iterator[StackFile]:
+    """``node`` is an ``importlib.resources`` Traversable (whose ABC moved between Python 3.10 and 3.11)."""
     for child in sorted(node.iterdir(), key=lambda c: c.name):
         if child.is_dir():
             yield from _walk(child, prefix / child.name)
