@@ -35,12 +35,15 @@ def require_temporal() -> None:
 
 
 def tree(spans: list[Any], root_name_prefix: str = "invoke_agent") -> list[tuple]:
-    """The spans under the (first) run span, as (depth, name, attributes, status, events) in
+    """The spans under the top run span, as (depth, name, attributes, status, events) in
     start order within their parent: what must be the same on Temporal as in ``arun``."""
     children: dict[int | None, list[Any]] = {}
     for span in spans:
         children.setdefault(span.parent.span_id if span.parent else None, []).append(span)
-    root = next(s for s in spans if s.name.startswith(root_name_prefix))
+    tools = {s.context.span_id for s in spans if s.name.startswith("execute_tool")}
+    # The top run: a sub-agent's run is under its caller's tool span (and may end first).
+    root = next(s for s in spans if s.name.startswith(root_name_prefix)
+                and (s.parent is None or s.parent.span_id not in tools))
     out: list[tuple] = []
 
     def walk(span: Any, depth: int) -> None:
