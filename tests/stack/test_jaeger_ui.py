@@ -160,9 +160,10 @@ def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
         _missing(f"no {CHROMIUM}: install Debian's chromium (`scripts/stack.sh browser`)")
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError:
         _missing("Playwright for Python is not installed (pip install -e '.[test]')")
+    expect.set_options(timeout=20_000)  # a busy CI machine: waiting is not what these tests measure
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         try:
