@@ -181,3 +181,16 @@ async def test_sub_agents_are_child_workflows_with_the_same_run_and_span_tree_as
         sorted((r.stop, r.output, r.input_tokens, r.step_count) for r in expected.sub_runs)
     assert tree(list(there_spans.get_finished_spans())) == tree(list(here_spans.get_finished_spans()))
     assert len({s.context.trace_id for s in there_spans.get_finished_spans()}) == 1
+
+
+async def test_a_run_of_an_agent_no_worker_hosts_fails_at_once_saying_so(client):
+    from temporalio.client import WorkflowFailureError
+
+    provider, exporter = recording()
+    queue = f"q-{uuid.uuid4().hex}"
+    async with worker(client, [Agent(FakeModel(["hi"]), name=name(), tracer_provider=provider)], task_queue=queue):
+        with pytest.raises(WorkflowFailureError) as failed:
+            await run_on_temporal(client, "nobody", "go", task_queue=queue, tracer_provider=provider)
+    assert failed.value.cause.type == "AgentNotHosted" and "'nobody'" in failed.value.cause.message
+    (span,) = exporter.get_finished_spans()  # the client's, failed; no run began
+    assert span.name == f"{N.TEMPORAL_CLIENT_SPAN} nobody" and span.status.status_code.name == "ERROR"

@@ -95,7 +95,7 @@ def unhost(task_queue: str, name: str) -> None:
         _hosted.pop((task_queue, name), None)
 
 
-def is_hosted(task_queue: str, name: str) -> bool:
+def is_hosted(task_queue: str, name: str | None) -> bool:
     return (task_queue, name) in _hosted
 
 

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from opentelemetry import context as otel_context
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, TimeoutError as TemporalTimeout
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as TemporalTimeout
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
@@ -75,6 +75,10 @@ class AgentRun:
     @workflow.run
     async def run(self, request: dict[str, Any]) -> dict[str, Any]:
         info = workflow.info()
+        if not is_hosted(info.task_queue, request["agent"]):
+            # Not a passing fault a retry would mend: the run fails at once, and its caller hears why.
+            raise ApplicationError(f"no agent named {request['agent']!r} is hosted on task queue "
+                                   f"{info.task_queue!r}", type="AgentNotHosted", non_retryable=True)
         agent = hosted(info.task_queue, request["agent"])
         a = agent.agent
         budget = budget_from_data(request["budget"]) if request.get("budget") else a.budget
@@ -154,7 +158,7 @@ class _Loop:
     async def _tool(self, call: ToolCall) -> ToolResult:
         left = self.state.seconds_left()
         tool = self.agent.tool(call.name)
-        if isinstance(tool, SubAgentTool) and tool.runs is not None and is_hosted(self.queue, tool.runs.name):
+        if isinstance(tool, SubAgentTool) and is_hosted(self.queue, getattr(tool.runs, "name", None)):
             return await self._child(call, tool)
         request = {"agent": self.name, "call": call_to_data(call), "seconds_left": left, "traceparent": traceparent()}
         limit = self.settings.limit(tool.timeout if tool else None, left, self.settings.tool_timeout)
