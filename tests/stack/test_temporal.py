@@ -194,3 +194,58 @@ async def test_a_run_of_an_agent_no_worker_hosts_fails_at_once_saying_so(client)
     assert failed.value.cause.type == "AgentNotHosted" and "'nobody'" in failed.value.cause.message
     (span,) = exporter.get_finished_spans()  # the client's, failed; no run began
     assert span.name == f"{N.TEMPORAL_CLIENT_SPAN} nobody" and span.status.status_code.name == "ERROR"
+
+
+async def test_a_cancelled_run_ends_every_span_it_opened_as_cancelled(client):
+    """Cancelling the workflow while a tool call runs: the activity is cancelled (it heartbeats),
+    and the run, its step and the call end ``cancelled``, as a cancelled ``arun`` does."""
+    import asyncio
+
+    from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+
+    from tracedagent import tool
+    from tracedagent.temporal import ActivitySettings, start_on_temporal
+
+    started = asyncio.Event()
+
+    @tool
+    async def wait_forever(q: str) -> str:
+        """Waits."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    provider, exporter = recording()
+    agent_name = name()
+    agent = Agent(FakeModel([tool_call("wait_forever", {"q": "x"})]), [wait_forever], name=agent_name,
+                  tracer_provider=provider)
+    queue = f"q-{uuid.uuid4().hex}"
+    async with worker(client, [agent], task_queue=queue, settings=ActivitySettings(heartbeat_timeout=1)):
+        handle = await start_on_temporal(client, agent_name, "go", task_queue=queue)
+        await asyncio.wait_for(started.wait(), 30)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+        assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+        for _ in range(100):  # the activity hears of the cancellation at its next heartbeat
+            if any(s.name == "execute_tool wait_forever" for s in exporter.get_finished_spans()):
+                break
+            await asyncio.sleep(0.1)
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert set(spans) == {f"invoke_agent {agent_name}", "step", "chat fake-model", "execute_tool wait_forever"}
+    assert spans[f"invoke_agent {agent_name}"].attributes[N.STOP_REASON] == "cancelled"
+    for span_name in (f"invoke_agent {agent_name}", "step", "execute_tool wait_forever"):
+        assert spans[span_name].attributes[N.ERROR_TYPE] == N.ERROR_CANCELLED, span_name
+
+
+def test_doctor_finds_the_stacks_temporal_serving():
+    import os
+    import subprocess
+    import sys
+
+    require_temporal()
+    env = {**os.environ, "COLUMNS": "250", N.ENV_TEMPORAL_ADDRESS: TEMPORAL}
+    done = subprocess.run([sys.executable, "-m", "tracedagent", "doctor"], capture_output=True, text=True,
+                          timeout=60, env=env)
+    row = next(line for line in done.stdout.splitlines() if "Temporal frontend" in line)
+    assert TEMPORAL in row and " reachable " in row and "SERVING" in row, done.stdout

@@ -16,7 +16,8 @@ from typing import Any, Sequence
 
 from opentelemetry import context as otel_context
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError as TemporalTimeout
+from temporalio.exceptions import (ActivityError, ApplicationError, CancelledError, TimeoutError as TemporalTimeout,
+                                   is_cancelled_exception)
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
@@ -95,7 +96,9 @@ class AgentRun:
             try:
                 run = await _Loop(agent, state, traced).run()
             except BaseException as exc:  # cancelled, or evicted (replaying: nothing is ended)
-                traced.fail(failure_kind(exc))
+                traced.fail(_kind(exc))
+                if is_cancelled_exception(exc) and not isinstance(exc, (asyncio.CancelledError, CancelledError)):
+                    raise CancelledError("the run was cancelled") from exc  # the workflow ends cancelled
                 raise
             traced.end(run)
         finally:
@@ -153,6 +156,8 @@ class _Loop:
                 N.TEMPORAL_MODEL_ACTIVITY, request,
                 **self._options(self.settings.limit(None, left, self.settings.model_timeout)))
         except ActivityError as exc:  # every attempt failed as an attempt (timed out, worker lost)
+            if is_cancelled_exception(exc):  # the run is cancelled, not the call failed
+                raise
             return {"error": {"type": type(exc.cause or exc).__name__, "message": str(exc.cause or exc)}}
 
     async def _tool(self, call: ToolCall) -> ToolResult:
@@ -166,6 +171,8 @@ class _Loop:
             return result_from_data(await workflow.execute_activity(N.TEMPORAL_TOOL_ACTIVITY, request,
                                                                     **self._options(limit)))
         except ActivityError as exc:
+            if is_cancelled_exception(exc):
+                raise
             timed_out = isinstance(exc.cause, TemporalTimeout)
             return ToolResult(call_id=call.id, name=call.name,
                               content=f"Error: {call.name} failed ({'timed out' if timed_out else 'activity failed'})",
@@ -195,7 +202,7 @@ class _Loop:
                 N.TEMPORAL_WORKFLOW, request, id=f"{workflow.info().workflow_id}.{workflow.uuid4().hex[:16]}",
                 task_queue=self.queue)
         except BaseException as exc:  # cancelled, evicted (replaying: nothing ends), or the child failed
-            scope.fail(failure_kind(exc))
+            scope.fail(_kind(exc))
             raise
         run = run_from_data(data)
         self.state.charge(run.input_tokens, run.output_tokens, run.cost)
@@ -231,3 +238,10 @@ class _Loop:
             if results[-1].outcome is ToolOutcome.FATAL:
                 break
         return results
+
+
+def _kind(exc: BaseException) -> str:
+    """``error.type`` of a span the workflow ends on ``exc``: ``cancelled`` for a cancellation
+    in Temporal's sense (the workflow's, reaching it through an activity or a child), else as
+    ``arun`` names it."""
+    return N.ERROR_CANCELLED if is_cancelled_exception(exc) else failure_kind(exc)
