@@ -13,7 +13,8 @@ Each measure runs under ``valgrind --tool=cachegrind`` twice, with LOW and HIGH 
 warm-up; the difference, divided by the steps between them, is the count per step with the
 interpreter's start-up taken out. Hash seeds are fixed and the span processor's export
 thread is kept asleep, so that two runs of the same code give the same count.
-Needs valgrind (``apt-get install valgrind``). Run: python benchmarks/instructions.py [b c e a]
+Needs valgrind (``apt-get install valgrind``). Run: python benchmarks/instructions.py [b c e a f g]
+(f) and (g) are (b) and (a) through ``arun``: (f)/(b) and (g)/(a) are the async driver's price.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ sdk.add_span_processor(BatchSpanProcessor(o.DiscardingExporter(), max_queue_size
 measure = {{"a": lambda n: o.agent_runs(NoOpTracerProvider(), NoOpMeterProvider(), n),
             "b": lambda n: o.agent_runs(sdk, NoOpMeterProvider(), n),
             "c": lambda n: o.floor_runs(sdk, n),
-            "e": lambda n: o.floor_with_loop_runs(sdk, n)}}[{name!r}]
+            "e": lambda n: o.floor_with_loop_runs(sdk, n),
+            "f": lambda n: o.agent_aruns(sdk, NoOpMeterProvider(), n),
+            "g": lambda n: o.agent_aruns(NoOpTracerProvider(), NoOpMeterProvider(), n)}}[{name!r}]
 measure(5)
 gc.collect()
 gc.disable()
@@ -73,7 +76,7 @@ def main() -> None:
         instructions, mispredicts = per_step[name]
         print(f"  ({name}) {instructions:>10,.0f} instructions/step  {mispredicts:>8,.0f} mispredicted branches/step",
               flush=True)
-    for x, y in (("b", "c"), ("e", "c"), ("b", "e")):
+    for x, y in (("b", "c"), ("e", "c"), ("b", "e"), ("f", "b"), ("g", "a")):
         if x in per_step and y in per_step:
             (xi, xm), (yi, ym) = per_step[x], per_step[y]
             print(f"  ({x})/({y}) = {xi / yi:.3f}   ({x})-({y}) = {xi - yi:,.0f} instructions;   "

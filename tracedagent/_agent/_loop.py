@@ -15,14 +15,16 @@ from typing import Any, Callable, Iterable, Sequence
 from opentelemetry import metrics, trace
 
 from .._core._budget import Budget, Stop
-from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
+from .._core._deadline import DeadlineExceeded
 from .._core._records import Message, Model, being_cancelled
 from .._core._run import Run, RunState, current_run, initial_messages
-from .._instrumentation._spans import DeadlineExceeded, RunScope, failure_kind
 from ._stream import AgentStream, AsyncAgentStream
-from ._team import agent_tool
-from .._instrumentation._telemetry import AgentTelemetry
 from .._core._tools import Registry, Tool
+from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
+from .._instrumentation._spans import RunScope
+from .._instrumentation._telemetry import AgentTelemetry
+from . import _acalls
+from ._team import agent_tool
 
 __all__ = ["Agent"]
 
@@ -108,10 +110,8 @@ class Agent:
         traced, state, parent = self._start(task, history, budget, conversation_id, asynchronous=False)
         token = current_run.set(state)
         try:
-            run = self._loop(state, traced)
-        except BaseException as exc:  # an interrupt, or a bug: no Run, but no span left open
-            traced.fail(failure_kind(exc))
-            raise
+            with traced:  # an interrupt, or a bug: no Run, but no span left open
+                run = self._loop(state, traced)
         finally:
             current_run.reset(token)
         return self._end(traced, run, parent)
@@ -124,10 +124,8 @@ class Agent:
         traced, state, parent = self._start(task, history, budget, conversation_id, asynchronous=True)
         token = current_run.set(state)
         try:
-            run = await self._aloop(state, traced)
-        except BaseException as exc:  # cancelled, interrupted, or a bug
-            traced.fail(failure_kind(exc))
-            raise
+            with traced:  # cancelled, interrupted, or a bug: no Run, but no span left open
+                run = await self._aloop(state, traced)
         finally:
             current_run.reset(token)
         return self._end(traced, run, parent)
@@ -207,9 +205,8 @@ class Agent:
             traced.start_step(i)
             # 1. call the model with the whole conversation
             try:
-                completion = await self._model.acomplete(state.messages, tools=tools,
-                                                         max_output_tokens=self.max_output_tokens,
-                                                         temperature=self.temperature, deadline=state.deadline)
+                completion = await _acalls.complete(self._model, state, tools, self.max_output_tokens,
+                                                    self.temperature)
             except DeadlineExceeded:
                 return state.model_failed(None)
             except asyncio.CancelledError as exc:
@@ -225,9 +222,9 @@ class Agent:
             if stopped := state.check_turn(completion.tool_calls):
                 return stopped
             # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
-            results = await self._tools.adispatch_turn(completion.tool_calls, parallel=self.parallel_tool_calls,
-                                                       concurrency=self.max_tool_concurrency,
-                                                       deadline=state.deadline)
+            results = await _acalls.dispatch_turn(self._tools, state, completion.tool_calls,
+                                                  parallel=self.parallel_tool_calls,
+                                                  concurrency=self.max_tool_concurrency)
             if stopped := state.append(step, *results):
                 return stopped
             if stopped := state.over_budget():

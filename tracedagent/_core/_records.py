@@ -173,6 +173,9 @@ class ToolResult:
     """Which of the closed set of outcomes this was."""
     error_type: str | None = None
     """Class name of the exception a failed tool raised (``error.type`` on its span)."""
+    deadline_cut: bool = False
+    """The run's deadline cut the call off while it ran (outcome ``timeout``); a tool's own
+    ``timeout`` is not this."""
 
     @property
     def ok(self) -> bool:

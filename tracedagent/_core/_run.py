@@ -14,13 +14,29 @@ import json
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 from ._budget import Budget, Stop
+from ._deadline import Clock, Deadline
 from ._names import MAX_NAME_LENGTH
-from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, error_type
+from ._usage import RunUsage
+from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
 
-__all__ = ["Step", "Run", "RunState", "initial_messages", "canonical_arguments", "current_run"]
+__all__ = ["ToolNames", "Step", "Run", "RunState", "initial_messages", "canonical_arguments", "current_run", "DEADLINE_CUT_RESULT"]
+
+
+class ToolNames(NamedTuple):
+    """A step's (or a run's) tool names, four ways: every requested call is in ``requested``
+    and in exactly one of the other three."""
+
+    requested: list[str]
+    """What the model asked for, denials included: the security signal."""
+    executed: list[str]
+    """What ran and returned successfully: the correctness signal."""
+    blocked: list[str]
+    """Dispatched but did not succeed: denied, invalid, unknown, failed, fatal or timed out."""
+    not_dispatched: list[str]
+    """Requested but never dispatched, because the run stopped first."""
 
 
 @dataclass(kw_only=True)
@@ -38,6 +54,15 @@ class Step:
     tool_results: list[ToolResult] = field(default_factory=list)
     """Results of the calls that were dispatched, in call order."""
 
+    def tool_names(self) -> ToolNames:
+        """The step's four lists of tool names, in one pass over its calls and results."""
+        requested = [call.name for call in self.completion.tool_calls]
+        executed: list[str] = []
+        blocked: list[str] = []
+        for result in self.tool_results:
+            (executed if result.ok else blocked).append(result.name)
+        return ToolNames(requested, executed, blocked, requested[len(self.tool_results):])
+
     @property
     def requested_names(self) -> list[str]:
         """What the model asked for, including calls that were denied or never dispatched."""
@@ -46,18 +71,18 @@ class Step:
     @property
     def succeeded_names(self) -> list[str]:
         """What actually ran and returned successfully."""
-        return [result.name for result in self.tool_results if result.ok]
+        return self.tool_names().executed
 
     @property
     def blocked_names(self) -> list[str]:
         """Dispatched but did not succeed: denied, invalid, unknown, failed, fatal or timed out."""
-        return [result.name for result in self.tool_results if not result.ok]
+        return self.tool_names().blocked
 
     @property
     def not_dispatched_names(self) -> list[str]:
         """Requested but never dispatched, because the run stopped first (the repeat check, the
         tool-call ceiling, or an earlier call's fatal error): the calls after the last result."""
-        return [call.name for call in self.completion.tool_calls[len(self.tool_results):]]
+        return self.tool_names().not_dispatched
 
 
 @dataclass(kw_only=True)
@@ -124,6 +149,14 @@ class Run:
     def own_cost(self) -> float:
         return self.cost - sum(run.cost for run in self.sub_runs)
 
+    def tool_names(self) -> ToolNames:
+        """Its steps' four lists of tool names, joined (what the run span holds)."""
+        names = ToolNames([], [], [], [])
+        for step in self.steps:
+            for run_list, step_list in zip(names, step.tool_names()):
+                run_list += step_list
+        return names
+
     def requested_tools(self) -> list[str]:
         """Every tool the model asked for, denials included: the security signal."""
         return [name for step in self.steps for name in step.requested_names]
@@ -135,16 +168,16 @@ class Run:
         happened - asserting ``not run.used_tool("refund")`` must pass when a guardrail
         blocks an injected refund attempt, otherwise the eval punishes the defence.
         """
-        return [name for step in self.steps for name in step.succeeded_names]
+        return self.tool_names().executed
 
     def blocked_tools(self) -> list[str]:
         """Tools that were dispatched but did not succeed."""
-        return [name for step in self.steps for name in step.blocked_names]
+        return self.tool_names().blocked
 
     def not_dispatched_tools(self) -> list[str]:
         """Tools requested but never dispatched, because the run stopped first. Every requested
         call is in exactly one of ``trajectory``, ``blocked_tools`` and this list."""
-        return [name for step in self.steps for name in step.not_dispatched_names]
+        return self.tool_names().not_dispatched
 
     def used_tool(self, name: str) -> bool:
         return name in self.trajectory()
@@ -176,31 +209,45 @@ def canonical_arguments(arguments: Any) -> str:
             return f"<arguments at {id(arguments):#x}>"
 
 
+DEADLINE_CUT_RESULT = "Stopped: the run's time budget ran out during this call."
+"""What the model is shown of a call the run's deadline cut off (``RunState.cut_off``)."""
+
+
 current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("tracedagent_run", default=None)
 """The run whose loop is running in this context: a run started while it is set (by a tool,
 typically ``Agent.as_tool``) is its sub-run. Tasks and ``asyncio.to_thread`` carry it."""
 
 
 class RunState:
-    """Everything one run accumulates, and the decisions made on it."""
+    """Everything one run accumulates, and the decisions made on it.
 
-    def __init__(self, budget: Budget, messages: list[Message], *, trace_id: str | None = None,
-                 conversation_id: str | None = None, parent: RunState | None = None) -> None:
+    Any driver builds one (``Agent.run`` and ``arun`` do; a workflow engine's driver may):
+    ``budget`` and the first ``messages`` (``initial_messages``) are all it needs. Time is read
+    only through ``clock``, so a driver whose time is not the process's gives its own.
+    """
+
+    def __init__(self, budget: Budget, messages: list[Message], *, clock: Clock | None = None,
+                 trace_id: str | None = None, conversation_id: str | None = None,
+                 parent: RunState | None = None) -> None:
+        """``clock``: seconds that never go back (default: the parent run's, else
+        ``time.monotonic``); ``trace_id``: the run span's, reported on the ``Run``;
+        ``conversation_id``: ``gen_ai.conversation.id``; ``parent``: the run whose tool
+        started this one (its limits are this run's too, and this run's spend is its)."""
         self.budget = budget
         self.messages = messages
         self.trace_id = trace_id
         self.conversation_id = conversation_id
         self.parent = parent
         """The run that started this one from a tool (a team's sub-agent), if any."""
-        self.deadline = None if budget.max_seconds is None else time.monotonic() + budget.max_seconds
-        """``time.monotonic()`` at which the time budget runs out, if there is one."""
+        self.clock: Clock = clock or (parent.clock if parent is not None else time.monotonic)
+        """Where every decision of this run reads the time."""
+        self.deadline = None if budget.max_seconds is None else Deadline.after(budget.max_seconds, self.clock)
+        """When the time budget runs out, if there is one."""
         self.steps: list[Step] = []
         self.sub_runs: list[Run] = []
-        self.tool_calls = 0
+        self.usage = RunUsage(cost_known=budget.priced)
+        """Everything the run and its sub-agents have used so far."""
         self._lock = threading.Lock()
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.cost = 0.0
         self._seen_calls: dict[tuple[str, str], int] = {}
         self._steps_without_progress = 0
 
@@ -209,23 +256,38 @@ class RunState:
         step = Step(index=index, completion=completion)
         self.steps.append(step)
         self.messages.append(completion.as_message())
-        self.input_tokens += completion.usage.input_tokens
-        self.output_tokens += completion.usage.output_tokens
-        cost = self.budget.cost_of(completion.usage.input_tokens, completion.usage.output_tokens)
-        self.cost += cost
-        if self.parent is not None:
-            self.parent.charge(completion.usage.input_tokens, completion.usage.output_tokens, cost)
+        usage = completion.usage
+        cost = self.budget.cost_of(usage.input_tokens, usage.output_tokens)
+        if self.parent is None:
+            self.usage.incr(usage, cost)
+        else:
+            self.charge(usage, cost)
         return step
 
-    def charge(self, input_tokens: int, output_tokens: int, cost: float) -> None:
-        """Count a sub-agent's model call in this run's totals, and its parent's, as it happens:
-        sub-agents running side by side each see what the others spent (a team's ceiling holds)."""
+    def charge(self, usage: Usage, cost: float) -> None:
+        """Count a model call (a sub-agent's, or this run's own under a parent) in this run's
+        totals and its parents', as it happens: sub-agents running side by side each see what
+        the others spent (a team's ceiling holds)."""
         with self._lock:  # sub-agents may run in worker threads
-            self.input_tokens += input_tokens
-            self.output_tokens += output_tokens
-            self.cost += cost
+            self.usage.incr(usage, cost)
         if self.parent is not None:
-            self.parent.charge(input_tokens, output_tokens, cost)
+            self.parent.charge(usage, cost)
+
+    @property
+    def input_tokens(self) -> int:
+        return self.usage.input_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.usage.output_tokens
+
+    @property
+    def cost(self) -> float:
+        return self.usage.cost
+
+    @property
+    def tool_calls(self) -> int:
+        return self.usage.tool_calls
 
     def child_budget(self, budget: Budget) -> Budget:
         """The budget of a sub-agent's run: its own ceilings, lowered to what this run has left
@@ -234,7 +296,7 @@ class RunState:
         are also held to the team's ceilings as they spend: ``over_budget``.)"""
         b, changes = self.budget, {}
         if b.max_tokens is not None:
-            left = max(0, b.max_tokens - self.input_tokens - self.output_tokens)
+            left = max(0, b.max_tokens - self.usage.total_tokens)
             changes["max_tokens"] = left if budget.max_tokens is None else min(budget.max_tokens, left)
         if b.max_cost is not None:
             left_usd = max(0.0, b.max_cost - self.cost)
@@ -251,26 +313,44 @@ class RunState:
             self.sub_runs.append(sub_run)
 
     def seconds_left(self) -> float | None:
-        """What is left of the time budget (never negative), or ``None`` without one."""
-        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        """What is left of the time budget (never negative), or ``None`` without one: the
+        timeout a model adapter is given."""
+        return None if self.deadline is None else self.deadline.left()
+
+    def _time_up(self) -> bool:
+        return self.deadline is not None and self.deadline.passed()
 
     def out_of_time(self) -> Run | None:
         """The time budget, checked before each model call (and with the other ceilings after
         each step's tools)."""
-        if self.deadline is not None and time.monotonic() >= self.deadline:
-            return self.finish(Stop.TIME_BUDGET)
-        return None
+        return self.finish(Stop.TIME_BUDGET) if self._time_up() else None
 
     def model_failed(self, error: BaseException | None, received: Completion | None = None) -> Run:
         """A model call that raised, or (``None``) was cut off at the deadline: out of time if
         the time budget ran out meanwhile (the adapter was given what was left as its
         timeout), else the model's error. The failed call still counts as a step; what a
         streamed call had delivered before it broke or was cut (``received``) is kept as it."""
-        out_of_time = error is None or (self.deadline is not None and time.monotonic() >= self.deadline)
+        out_of_time = error is None or self._time_up()
         if received is not None:
             self.record(len(self.steps), received)
         return self.finish(Stop.TIME_BUDGET if out_of_time else Stop.MODEL_ERROR, error=error,
                            call_failed=received is None)
+
+    def may_start(self, call: ToolCall) -> bool:
+        """Whether a turn's next call is dispatched: not once the run's time is up (a call
+        already running is cut off instead: ``cut_off``)."""
+        return not self._time_up()
+
+    @staticmethod
+    def ends_turn(result: ToolResult) -> bool:
+        """Whether a result keeps the turn's later calls from being dispatched, when they are
+        dispatched one after another: a fatal one (``append`` then ends the run)."""
+        return result.outcome is ToolOutcome.FATAL
+
+    @staticmethod
+    def cut_off(call: ToolCall) -> ToolResult:
+        """The result of a call the run's deadline cut off while it ran."""
+        return ToolResult(call.id, call.name, DEADLINE_CUT_RESULT, ToolOutcome.TIMEOUT, deadline_cut=True)
 
     def append(self, step: Step, *results: ToolResult) -> Run | None:
         """Keep dispatched calls' results on their step, in call order, and show each to the
@@ -288,7 +368,7 @@ class RunState:
         """Before anything of a turn is dispatched: the tool-call ceilings, then the repeat
         check, which stops a stuck agent before it pays for the same call again."""
         b = self.budget
-        self.tool_calls += len(calls)
+        self.usage.tool_calls += len(calls)
         if b.max_tool_calls_per_step is not None and len(calls) > b.max_tool_calls_per_step:
             return self.finish(Stop.TOOL_CALL_BUDGET, detail=f"{len(calls)} tool calls in one turn, over the "
                                                              f"limit of {b.max_tool_calls_per_step}")
@@ -307,7 +387,7 @@ class RunState:
         b = self.budget
         if stopped := self.out_of_time():
             return stopped
-        if b.max_tokens is not None and self.input_tokens + self.output_tokens > b.max_tokens:
+        if b.max_tokens is not None and self.usage.total_tokens > b.max_tokens:
             return self.finish(Stop.TOKEN_BUDGET)
         if b.max_cost is not None and self.cost > b.max_cost:
             return self.finish(Stop.COST_BUDGET)
@@ -325,12 +405,12 @@ class RunState:
         them is over its ceiling, the team is, and this run stops too."""
         run = self.parent
         while run is not None:
-            b = run.budget
-            if b.max_tokens is not None and run.input_tokens + run.output_tokens > b.max_tokens:
-                return self.finish(Stop.TOKEN_BUDGET, detail=f"its team used {run.input_tokens + run.output_tokens} "
+            b, used = run.budget, run.usage
+            if b.max_tokens is not None and used.total_tokens > b.max_tokens:
+                return self.finish(Stop.TOKEN_BUDGET, detail=f"its team used {used.total_tokens} "
                                                              f"tokens, over the team's {b.max_tokens}-token budget")
-            if b.max_cost is not None and run.cost > b.max_cost:
-                return self.finish(Stop.COST_BUDGET, detail=f"its team spent ${run.cost:.4f}, over the team's "
+            if b.max_cost is not None and used.cost > b.max_cost:
+                return self.finish(Stop.COST_BUDGET, detail=f"its team spent ${used.cost:.4f}, over the team's "
                                                             f"${b.max_cost:.4f} cost budget")
             run = run.parent
         return None
@@ -339,9 +419,10 @@ class RunState:
                call_failed: bool = False) -> Run:
         """The one exit: every stop produces a ``Run`` with a named reason."""
         output = self.steps[-1].completion.text if stop is Stop.ANSWERED else self._explain(stop, error, detail)
+        used = self.usage
         return Run(output=output, stop=stop, steps=self.steps, step_count=len(self.steps) + call_failed,
                    messages=self.messages,
-                   input_tokens=self.input_tokens, output_tokens=self.output_tokens, cost=self.cost,
+                   input_tokens=used.input_tokens, output_tokens=used.output_tokens, cost=used.cost,
                    trace_id=self.trace_id, error=error, sub_runs=list(self.sub_runs),
                    conversation_id=self.conversation_id)
 
@@ -358,7 +439,7 @@ class RunState:
         if stop in (Stop.TOKEN_BUDGET, Stop.COST_BUDGET) and detail is not None:  # the team's ceiling
             return f"Stopped: {detail}."
         if stop is Stop.TOKEN_BUDGET:
-            return (f"Stopped: used {self.input_tokens + self.output_tokens} tokens, "
+            return (f"Stopped: used {self.usage.total_tokens} tokens, "
                     f"over the {b.max_tokens}-token budget.")
         if stop is Stop.COST_BUDGET:
             return f"Stopped: spent ${self.cost:.4f}, over the ${b.max_cost:.4f} cost budget."

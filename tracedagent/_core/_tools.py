@@ -12,14 +12,14 @@ import asyncio
 import functools
 import inspect
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ClassVar, Iterable, Protocol, overload
 
+from ._deadline import Deadline, DeadlineExceeded
 from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type, in_thread, message_of
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
-__all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError", "Cut", "until"]
+__all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
 
 
 class ToolError(Exception):
@@ -128,7 +128,7 @@ class Registry:
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def deadline_for(self, call: ToolCall, deadline: float | None) -> float | None:
+    def deadline_for(self, call: ToolCall, deadline: Deadline | None) -> Deadline | None:
         """When the driver cuts ``call`` off: the run's ``deadline``, unless its tool stops
         itself there (``Tool.ends_itself_at_deadline``)."""
         found = self._tools.get(call.name)
@@ -196,25 +196,9 @@ class Registry:
         return t, arguments
 
 
-class Cut(Exception):
-    """Work was cancelled because its deadline came."""
-
-
-async def until(deadline: float, work: Awaitable[Any]) -> Any:
-    """``await work``, cancelled when ``time.monotonic()`` reaches ``deadline`` (``Cut``); the
-    work has finished cancelling by the time this raises. A ``TimeoutError`` the work raises
-    itself before then is its own, and passes through."""
-    try:
-        return await asyncio.wait_for(work, max(0.0, deadline - time.monotonic()))
-    except asyncio.TimeoutError:
-        if time.monotonic() < deadline:
-            raise
-        raise Cut from None
-
-
 async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
-    """``await work``, cancelled after ``timeout`` seconds (``Cut``)."""
-    return await (work if timeout is None else until(time.monotonic() + timeout, work))
+    """``await work``, cancelled after ``timeout`` seconds (``DeadlineExceeded``)."""
+    return await (work if timeout is None else Deadline.after(timeout).cut(work))
 
 
 def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
@@ -223,7 +207,7 @@ def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
         return _result(call, ToolOutcome.FATAL, f"Fatal error: {message_of(exc)}", error_type(exc))
     if isinstance(exc, ToolError):  # written for the model to read
         return _result(call, ToolOutcome.ERROR, f"Error: {message_of(exc)}", error_type(exc))
-    if isinstance(exc, Cut):  # its own timeout: error.type is the outcome
+    if isinstance(exc, DeadlineExceeded):  # its own timeout: error.type is the outcome
         return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s")
     # A tool bug is an observation, not a crash of the run. Only the class goes to the
     # model: an unexpected message can carry paths, connection strings or tokens.

@@ -19,17 +19,14 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
+from .._core._deadline import DeadlineExceeded
 from ._content import ContentCapture
 from .._core._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
-from .._core._run import Run, Step
+from .._core._run import Run, Step, ToolNames
 from ._status import answer_message, chat_failure, tool_failure, tool_interrupted
 from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
 
-__all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "DeadlineExceeded", "failure_kind"]
-
-
-class DeadlineExceeded(Exception):
-    """The run's time budget ran out while a call was in flight, and the call was cancelled."""
+__all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "failure_kind"]
 
 
 def failure_kind(exc: BaseException) -> str:
@@ -48,23 +45,12 @@ def _conversation_attributes(capture: ContentCapture, messages: list[Message]) -
     return {N.GEN_AI_INPUT_MESSAGES: rest, **({N.GEN_AI_SYSTEM_INSTRUCTIONS: system} if system else {})}
 
 
-ToolLists = tuple[list[str], list[str], list[str], list[str]]
-"""A step's (or run's) requested, executed, blocked and not-dispatched tool names."""
-
-
-def _tool_lists(step: Step) -> ToolLists:
-    """A step's four lists in one pass over its calls and results (``Step``'s properties make
-    one pass each): read once for the step span and the run span both."""
-    requested = [call.name for call in step.completion.tool_calls]
-    executed: list[str] = []
-    blocked: list[str] = []
-    for result in step.tool_results:
-        (executed if result.ok else blocked).append(result.name)
-    return requested, executed, blocked, requested[len(step.tool_results):]
-
-
 class _Scope:
-    """A span from its start to its one end, current in between."""
+    """A span from its start to its one end, current in between.
+
+    Every kind is used the same way: built where the work starts, ended with ``end(record)``
+    by the code that has the record, and used as a context manager around the work, which
+    fails the span (``failure_kind``) if the work raises, and ends it either way."""
 
     __slots__ = ("span", "recording", "_token", "_open")
     doing = "ending a span"
@@ -84,6 +70,13 @@ class _Scope:
             report("attaching the span context", exc)
             self._token = None
         self._open = True
+
+    def __enter__(self):  # type: ignore[no-untyped-def]  # Self: Python 3.11
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        if exc is not None and self._open:  # an interrupt, a cancellation, a model's or a registry's error
+            self.fail(failure_kind(exc))
 
     def fail(self, kind: str, description: str | None = None) -> None:
         """End the span marked failed: ERROR status plus ``error.type`` (both bounded)."""
@@ -112,10 +105,10 @@ class _Scope:
 class RunScope(_Scope):
     """The ``invoke_agent`` span of one run, with the step span open inside it.
 
-    Its tool lists are its steps' lists joined as each step ends, so that the run span says
+    Its tool lists are its steps' lists joined (``Run.tool_names``), so that the run span says
     exactly what its step spans say."""
 
-    __slots__ = ("_t", "_step", "_lists", "_priced")
+    __slots__ = ("_t", "_step", "_priced")
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
@@ -139,7 +132,6 @@ class RunScope(_Scope):
         _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
         self._t = telemetry
         self._step: StepScope | None = None
-        self._lists: ToolLists = ([], [], [], [])
         self._priced = budget.priced
         """Without prices a cost is unknown, not zero: it is left off the span and the metric."""
 
@@ -165,17 +157,16 @@ class RunScope(_Scope):
             return
         lists = None
         if step is not None and self.recording:
-            lists = _tool_lists(step)
-            for run_list, step_list in zip(self._lists, lists):
-                run_list += step_list
+            lists = step.tool_names()
         self._step.end(step, lists, stop)
         self._step = None
 
     def end(self, run: Run) -> None:
         """The run returned: close its last step, then the run span, then count it."""
         if self._step is not None:
-            last = run.steps[-1] if run.steps and run.steps[-1].index == self._step.index else None
-            self._end_step(last, run.stop)  # ``None``: the model call of that step failed
+            # A step whose model call failed (or was cut off) is counted but not recorded.
+            call_failed = run.step_count > len(run.steps)
+            self._end_step(None if call_failed else run.steps[-1], run.stop)
         with guard(self.doing):
             if self.recording:
                 # gen_ai.usage.* are this agent's own model calls; the totals add its sub-agents',
@@ -186,7 +177,7 @@ class RunScope(_Scope):
                     N.GEN_AI_USAGE_OUTPUT_TOKENS: run.own_output_tokens,
                     N.USAGE_TOTAL_INPUT_TOKENS: run.input_tokens, N.USAGE_TOTAL_OUTPUT_TOKENS: run.output_tokens,
                     **({N.COST_USD: run.own_cost, N.TOTAL_COST_USD: run.cost} if self._priced else {}),
-                    **tool_list_attributes(*self._lists)})
+                    **tool_list_attributes(*run.tool_names())})
                 if self._t.capture is not None:  # the answer, where the run's GenAI tab shows it
                     self.span.set_attribute(N.GEN_AI_OUTPUT_MESSAGES, self._t.capture.serialise(answer_message(run)))
                 if not run.ok:  # every stopped run has its stop event in one place, whatever the reason
@@ -235,7 +226,7 @@ class StepScope(_Scope):
         _Scope.__init__(self, telemetry, N.STEP_SPAN_NAME, SpanKind.INTERNAL, {N.STEP_INDEX: index})
         self.index = index
 
-    def end(self, step: Step | None, lists: ToolLists | None, stop: Stop | None) -> None:
+    def end(self, step: Step | None, lists: ToolNames | None, stop: Stop | None) -> None:
         """``step`` is the turn this iteration recorded, with its tool names (both ``None`` if
         its model call failed); ``stop`` is why the run ended inside it, if it did."""
         span = self.span

@@ -50,10 +50,10 @@ from .._core._records import Completion, ToolCall, ToolOutcome, Usage, error_typ
 from .._traces._recorded import TOOL_LISTS, RecordedCall, RecordedStep, Recording, ReplayError
 from .._traces._printable import printable
 from .._core._run import Run, canonical_arguments
-from .._instrumentation._spans import DeadlineExceeded
 from .._instrumentation._telemetry import tool_list_attributes
 from ._fake import FakeModel
-from .._core._tools import Cut, FatalToolError, Registry, Tool, ToolError
+from .._core._deadline import DeadlineExceeded
+from .._core._tools import FatalToolError, Registry, Tool, ToolError
 from .._traces._trace import SpanRecord, group_traces
 
 if TYPE_CHECKING:
@@ -312,7 +312,7 @@ def _stub(name: str, calls: list[RecordedCall], max_seconds: float) -> Tool:
         if call.outcome == ToolOutcome.FATAL.value:
             raise _exception(call.error_type or "FatalToolError", FatalToolError)(_after(text, "Fatal error: "))
         if call.outcome == ToolOutcome.TIMEOUT.value:
-            raise Cut  # what the registry raises when a tool's own timeout cuts it off
+            raise DeadlineExceeded  # what the registry raises when a tool's own timeout cuts it off
         if call.outcome == ToolOutcome.ERROR.value:
             kind = call.error_type or "ToolError"
             if text == f"Error: {name} failed ({kind})":  # an unexpected exception: the class is all it showed
@@ -385,8 +385,7 @@ def steps_of(run: Run) -> list[RecordedStep]:
 def tool_lists_of(run: Run) -> tuple[dict[str, list[str]], dict[str, int]]:
     """A ``Run``'s tool lists as its span holds them - bounded, with the full length of a list
     that was cut - in the form of ``Recording.tools`` and ``Recording.tool_counts``."""
-    shown = tool_list_attributes(run.requested_tools(), run.trajectory(), run.blocked_tools(),
-                                 run.not_dispatched_tools())
+    shown = tool_list_attributes(*run.tool_names())
     lists = {key: list(shown.get(name) or []) for key, name in TOOL_LISTS.items()}
     counts = {key: shown[name + N.COUNT_SUFFIX] for key, name in TOOL_LISTS.items() if name + N.COUNT_SUFFIX in shown}
     return lists, counts

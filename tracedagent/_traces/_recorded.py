@@ -26,6 +26,7 @@ from .._core._budget import Budget, Stop
 from .._instrumentation._content import is_truncated
 from ._otlp_json import parse_json
 from .._core._records import Message, ToolOutcome
+from .._core._run import DEADLINE_CUT_RESULT
 from ._trace import (SpanRecord, Trace, finite_or_none, int_or_none, is_int, list_or_empty, str_or_none,
                      string_list)
 
@@ -34,8 +35,8 @@ __all__ = ["ReplayError", "RecordedCall", "RecordedStep", "Recording", "FORMAT",
 FORMAT = "tracedagent-replay/1"
 """The ``format`` of a recording's JSON; a file of another format is refused."""
 
-DEADLINE_RESULT = "Stopped: the run's time budget ran out during this call."
-"""What a tool call the run's deadline cut off returns (``InstrumentedRegistry.adispatch``)."""
+DEADLINE_RESULT = DEADLINE_CUT_RESULT
+"""What a tool call the run's deadline cut off returns (``RunState.cut_off``)."""
 
 
 class ReplayError(ValueError):

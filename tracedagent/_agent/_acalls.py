@@ -1,0 +1,114 @@
+"""How ``arun`` awaits its calls: the run's deadline, cancellation, and a turn's tasks.
+
+What to do is still ``RunState``'s to decide (whether a call may start, whether a result ends
+the turn, what a call cut off returns); this module is only how an asyncio driver carries it
+out: each call awaited until the run's deadline, a cancellation of the run never lost on the
+way (Python 3.11's ``wait_for`` and a tool that swallows ``CancelledError`` can both drop one),
+and a turn's calls in tasks of their own, each with a copy of the context (the step span
+current), concurrently or one after another. Any async driver (``arun``, a streaming one)
+calls the model and dispatches a turn through these two functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Sequence, TypeVar
+
+from .._core._deadline import Deadline, DeadlineExceeded
+from .._core._records import Completion, ToolCall, ToolResult, cancel_requests, check_completion
+from .._core._run import RunState
+from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
+
+__all__ = ["complete", "dispatch_turn", "awaited"]
+
+T = TypeVar("T")
+
+
+def _raise_if_cancelled_since(requests: int) -> None:
+    """A cancellation of this task asked for while it awaited work that swallowed it (a tool
+    that catches ``CancelledError``, or ``wait_for`` on Python 3.11 returning a result that came
+    at the same moment) is still this run's: raise it now. ``requests``: ``cancel_requests()``
+    before the work."""
+    if cancel_requests() > requests:
+        raise asyncio.CancelledError
+
+
+async def awaited(deadline: Deadline | None, work: Awaitable[T]) -> T:
+    """``await work``, cancelled when ``deadline`` passes (``DeadlineExceeded``). A
+    cancellation of this task during the work is raised even if the work swallowed it."""
+    requests = cancel_requests()
+    result = await (work if deadline is None else deadline.cut(work))
+    _raise_if_cancelled_since(requests)
+    return result
+
+
+async def complete(model: InstrumentedModel, state: RunState, tools: list[dict[str, Any]] | None,
+                   max_output_tokens: int | None, temperature: float | None) -> Completion:
+    """One model call on the run's conversation, inside its ``chat`` span, given what is left
+    of the run's time as its timeout and cut off at the deadline (``DeadlineExceeded``; the
+    span ends marked ``timeout``)."""
+    timeout = state.seconds_left()
+    with model.chat(state.messages, max_output_tokens, temperature) as chat:
+        answer = await awaited(state.deadline, model.acall(state.messages, tools, max_output_tokens, temperature,
+                                                           timeout))
+        completion = check_completion(answer)
+        chat.end(completion)
+    return completion
+
+
+async def _dispatch(tools: InstrumentedRegistry, state: RunState, call: ToolCall) -> ToolResult:
+    """One call inside its ``execute_tool`` span; if the run's deadline cuts it off, its result
+    says so (``RunState.cut_off``)."""
+    with tools.span(call) as scope:
+        try:
+            result = await awaited(tools.wrapped.deadline_for(call, state.deadline), tools.wrapped.adispatch(call))
+        except DeadlineExceeded:
+            result = state.cut_off(call)
+        scope.end(result)
+    return result
+
+
+async def dispatch_turn(tools: InstrumentedRegistry, state: RunState, calls: Sequence[ToolCall], *,
+                        parallel: bool, concurrency: int | None) -> list[ToolResult]:
+    """A turn's calls, their results in the model's call order. Each call runs in a task of
+    its own, with a copy of this context (the step span current), so that what a tool sets
+    in its context stays in its call. In parallel the calls' spans are siblings that
+    overlap; one after another (``parallel`` off, or a lone call), a result that ends the turn
+    (``RunState.ends_turn``) keeps the rest from being dispatched. A call is started only if
+    ``RunState.may_start`` says so. A cancellation asked for while the calls ran takes effect
+    as the turn ends, even if a tool swallowed it."""
+    requests = cancel_requests()
+    if parallel and len(calls) > 1:
+        results = await _concurrently(tools, state, calls, concurrency)
+    else:
+        results = []
+        for call in calls:
+            if not state.may_start(call):
+                break
+            results.append(await asyncio.create_task(_dispatch(tools, state, call)))
+            if state.ends_turn(results[-1]):
+                break
+    await asyncio.sleep(0)  # delivers a cancellation asked for while nothing was awaited
+    _raise_if_cancelled_since(requests)
+    return results
+
+
+async def _concurrently(tools: InstrumentedRegistry, state: RunState, calls: Sequence[ToolCall],
+                        concurrency: int | None) -> list[ToolResult]:
+    limit = asyncio.Semaphore(concurrency) if concurrency else None
+
+    async def one(call: ToolCall) -> ToolResult | None:
+        if limit is None:
+            return await _dispatch(tools, state, call) if state.may_start(call) else None
+        async with limit:
+            return await _dispatch(tools, state, call) if state.may_start(call) else None
+
+    # gather runs each call in a task of its own, and when this task is cancelled it cancels
+    # them and waits for them to end.
+    outcomes = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):  # a custom registry's bug: every call has ended
+            raise outcome
+    # The calls start, and take the semaphore, in call order: those the deadline kept from
+    # starting (None) are the last ones, which is what "not dispatched" means.
+    return [outcome for outcome in outcomes if outcome is not None]  # type: ignore[misc]
