@@ -15,11 +15,11 @@ import asyncio
 from typing import Any, Awaitable, Sequence, TypeVar
 
 from .._core._deadline import Deadline, DeadlineExceeded
-from .._core._records import Completion, ToolCall, ToolResult, cancel_requests, check_completion
+from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_requests, check_completion
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 
-__all__ = ["complete", "dispatch_turn", "awaited"]
+__all__ = ["complete", "dispatch", "dispatch_turn", "awaited"]
 
 T = TypeVar("T")
 
@@ -42,28 +42,27 @@ async def awaited(deadline: Deadline | None, work: Awaitable[T]) -> T:
     return result
 
 
-async def complete(model: InstrumentedModel, state: RunState, tools: list[dict[str, Any]] | None,
-                   max_output_tokens: int | None, temperature: float | None) -> Completion:
-    """One model call on the run's conversation, inside its ``chat`` span, given what is left
-    of the run's time as its timeout and cut off at the deadline (``DeadlineExceeded``; the
-    span ends marked ``timeout``)."""
-    timeout = state.seconds_left()
-    with model.chat(state.messages, max_output_tokens, temperature) as chat:
-        answer = await awaited(state.deadline, model.acall(state.messages, tools, max_output_tokens, temperature,
-                                                           timeout))
-        completion = check_completion(answer)
+async def complete(model: InstrumentedModel, messages: list[Message], tools: list[dict[str, Any]] | None,
+                   max_output_tokens: int | None, temperature: float | None, deadline: Deadline | None) -> Completion:
+    """One model call inside its ``chat`` span, given what is left of the run's time as its
+    timeout and cut off at the run's ``deadline`` (``DeadlineExceeded``; the span ends marked
+    ``timeout``)."""
+    timeout = None if deadline is None else deadline.left()
+    with model.chat(messages, max_output_tokens, temperature) as chat:
+        completion = check_completion(await awaited(deadline, model.acall(messages, tools, max_output_tokens,
+                                                                          temperature, timeout)))
         chat.end(completion)
     return completion
 
 
-async def _dispatch(tools: InstrumentedRegistry, state: RunState, call: ToolCall) -> ToolResult:
-    """One call inside its ``execute_tool`` span; if the run's deadline cuts it off, its result
-    says so (``RunState.cut_off``)."""
+async def dispatch(tools: InstrumentedRegistry, call: ToolCall, deadline: Deadline | None) -> ToolResult:
+    """One call inside its ``execute_tool`` span; if the run's ``deadline`` cuts it off, its
+    result says so (``RunState.cut_off``)."""
     with tools.span(call) as scope:
         try:
-            result = await awaited(tools.wrapped.deadline_for(call, state.deadline), tools.wrapped.adispatch(call))
+            result = await awaited(tools.wrapped.deadline_for(call, deadline), tools.wrapped.adispatch(call))
         except DeadlineExceeded:
-            result = state.cut_off(call)
+            result = RunState.cut_off(call)
         scope.end(result)
     return result
 
@@ -85,7 +84,7 @@ async def dispatch_turn(tools: InstrumentedRegistry, state: RunState, calls: Seq
         for call in calls:
             if not state.may_start(call):
                 break
-            results.append(await asyncio.create_task(_dispatch(tools, state, call)))
+            results.append(await asyncio.create_task(dispatch(tools, call, state.deadline)))
             if state.ends_turn(results[-1]):
                 break
     await asyncio.sleep(0)  # delivers a cancellation asked for while nothing was awaited
@@ -99,9 +98,9 @@ async def _concurrently(tools: InstrumentedRegistry, state: RunState, calls: Seq
 
     async def one(call: ToolCall) -> ToolResult | None:
         if limit is None:
-            return await _dispatch(tools, state, call) if state.may_start(call) else None
+            return await dispatch(tools, call, state.deadline) if state.may_start(call) else None
         async with limit:
-            return await _dispatch(tools, state, call) if state.may_start(call) else None
+            return await dispatch(tools, call, state.deadline) if state.may_start(call) else None
 
     # gather runs each call in a task of its own, and when this task is cancelled it cancels
     # them and waits for them to end.

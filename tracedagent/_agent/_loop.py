@@ -205,8 +205,8 @@ class Agent:
             traced.start_step(i)
             # 1. call the model with the whole conversation
             try:
-                completion = await _acalls.complete(self._model, state, tools, self.max_output_tokens,
-                                                    self.temperature)
+                completion = await _acalls.complete(self._model, state.messages, tools, self.max_output_tokens,
+                                                    self.temperature, state.deadline)
             except DeadlineExceeded:
                 return state.model_failed(None)
             except asyncio.CancelledError as exc:

@@ -14,7 +14,6 @@ fails only as an attempt (its worker died, it stopped heartbeating), and is then
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Awaitable, TypeVar
 
 from opentelemetry import context as otel_context
@@ -22,7 +21,8 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from temporalio import activity
 
 from .._core import _names as N
-from .._instrumentation._spans import DeadlineExceeded
+from .._agent import _acalls
+from .._core._deadline import Deadline, DeadlineExceeded
 from ._codec import call_from_data, completion_to_data, error_to_data, result_to_data
 from ._hosting import hosted
 
@@ -39,8 +39,8 @@ def traceparent() -> dict[str, str]:
     return carrier
 
 
-def _deadline(seconds_left: float | None) -> float | None:
-    return None if seconds_left is None else time.monotonic() + seconds_left
+def _deadline(seconds_left: float | None) -> Deadline | None:
+    return None if seconds_left is None else Deadline.after(seconds_left)
 
 
 async def _heartbeating(work: Awaitable[T]) -> T:
@@ -70,9 +70,9 @@ async def model_call(request: dict[str, Any]) -> dict[str, Any]:
     agent = hosted(activity.info().task_queue, request["agent"])
     token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
     try:
-        completion = await _heartbeating(agent.model.acomplete(
-            request["messages"], tools=agent.schemas, max_output_tokens=agent.agent.max_output_tokens,
-            temperature=agent.agent.temperature, deadline=_deadline(request["seconds_left"])))
+        completion = await _heartbeating(_acalls.complete(
+            agent.model, request["messages"], agent.schemas, agent.agent.max_output_tokens,
+            agent.agent.temperature, _deadline(request["seconds_left"])))
     except DeadlineExceeded:
         return {"cut": True}
     except Exception as exc:  # the model's failure: the loop's to act on, not a retry
@@ -88,8 +88,8 @@ async def tool_call(request: dict[str, Any]) -> dict[str, Any]:
     agent = hosted(activity.info().task_queue, request["agent"])
     token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
     try:
-        result = await _heartbeating(agent.tools.adispatch(call_from_data(request["call"]),
-                                                           _deadline(request["seconds_left"])))
+        result = await _heartbeating(_acalls.dispatch(agent.tools, call_from_data(request["call"]),
+                                                      _deadline(request["seconds_left"])))
     finally:
         otel_context.detach(token)
     return result_to_data(result)

@@ -21,7 +21,7 @@ from temporalio.exceptions import (ActivityError, ApplicationError, CancelledErr
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
-from .._core._records import ToolCall, ToolOutcome, ToolResult
+from .._core._records import ToolCall, ToolOutcome, ToolResult, Usage
 from .._core._run import Run, RunState, initial_messages
 from .._agent._team import SubAgentTool
 from .._core._tools import Registry, Tool
@@ -38,19 +38,10 @@ class WorkflowRunState(RunState):
     """``RunState`` on workflow time (``workflow.time()``), the same on every replay."""
 
     def __init__(self, budget: Budget, messages: list, **kwargs: Any) -> None:
-        super().__init__(budget, messages, **kwargs)
-        self.deadline = None if budget.max_seconds is None else workflow.time() + budget.max_seconds
-
-    def seconds_left(self) -> float | None:
-        return None if self.deadline is None else max(0.0, self.deadline - workflow.time())
-
-    def out_of_time(self) -> Run | None:
-        if self.deadline is not None and workflow.time() >= self.deadline:
-            return self.finish(Stop.TIME_BUDGET)
-        return None
+        super().__init__(budget, messages, clock=workflow.time, **kwargs)
 
     def model_failed(self, error: BaseException | None) -> Run:
-        if error is not None and self.deadline is not None and workflow.time() >= self.deadline:
+        if error is not None and self.deadline is not None and self.deadline.passed():
             error = None  # cut by the deadline: out of time, as RunState decides
         return super().model_failed(error)
 
@@ -179,9 +170,6 @@ class _Loop:
                               outcome=ToolOutcome.TIMEOUT if timed_out else ToolOutcome.ERROR,
                               error_type=None if timed_out else type(exc.cause or exc).__name__)
 
-    def _passed(self) -> bool:
-        return self.state.deadline is not None and workflow.time() >= self.state.deadline
-
     async def _child(self, call: ToolCall, tool: SubAgentTool) -> ToolResult:
         """A sub-agent's run as a child workflow on this task queue, inside the call's
         ``execute_tool`` span (made here, in the workflow), as ``run`` nests it: bounded by what
@@ -205,7 +193,7 @@ class _Loop:
             scope.fail(_kind(exc))
             raise
         run = run_from_data(data)
-        self.state.charge(run.input_tokens, run.output_tokens, run.cost)
+        self.state.charge(Usage(input_tokens=run.input_tokens, output_tokens=run.output_tokens), run.cost)
         self.state.absorb(run)
         scope.span.set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)
         # The sub-agent's answer or stop, as the caller's registry turns a tool's into a result.
@@ -215,7 +203,7 @@ class _Loop:
         return result
 
     async def _dispatch(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
-        """As ``InstrumentedRegistry.adispatch_turn``: concurrently (at most the agent's
+        """As ``_acalls.dispatch_turn``: concurrently (at most the agent's
         ``max_tool_concurrency`` at once), or one after another stopping at a fatal result; a
         call not started when the time budget ran out is not dispatched."""
         a = self.agent.agent
@@ -224,18 +212,18 @@ class _Loop:
 
             async def one(call: ToolCall) -> ToolResult | None:
                 if limit is None:
-                    return None if self._passed() else await self._tool(call)
+                    return await self._tool(call) if self.state.may_start(call) else None
                 async with limit:
-                    return None if self._passed() else await self._tool(call)
+                    return await self._tool(call) if self.state.may_start(call) else None
 
             outcomes = await asyncio.gather(*(one(call) for call in calls))
             return [outcome for outcome in outcomes if outcome is not None]
         results: list[ToolResult] = []
         for call in calls:
-            if self._passed():
+            if not self.state.may_start(call):
                 break
             results.append(await self._tool(call))
-            if results[-1].outcome is ToolOutcome.FATAL:
+            if self.state.ends_turn(results[-1]):
                 break
         return results
 
