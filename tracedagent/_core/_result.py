@@ -1,0 +1,176 @@
+"""The record of a run: its steps, what it cost, why it ended (``RunState`` builds it).
+
+``Run`` is what every driver returns, however the run ended; ``Step`` is one model turn and
+what its tool calls did; ``ToolNames`` is a step's or run's tool names, four ways.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ._budget import Stop
+from ._records import Completion, Message, ToolResult
+
+__all__ = ["ToolNames", "Step", "Run"]
+
+
+class ToolNames(NamedTuple):
+    """A step's (or a run's) tool names, four ways: every requested call is in ``requested``
+    and in exactly one of the other three."""
+
+    requested: list[str]
+    """What the model asked for, denials included: the security signal."""
+    executed: list[str]
+    """What ran and returned successfully: the correctness signal."""
+    blocked: list[str]
+    """Dispatched but did not succeed: denied, invalid, unknown, failed, fatal or timed out."""
+    not_dispatched: list[str]
+    """Requested but never dispatched, because the run stopped first."""
+
+
+@dataclass(kw_only=True)
+class Step:
+    """One model turn plus whatever the tools did with it.
+
+    Three lists, not one: what the model asked for, what actually ran, and what was
+    requested but did not happen (denied, invalid, unknown, failed or fatal).
+    """
+
+    index: int
+    """Zero-based position in the run."""
+    completion: Completion
+    """The model's turn."""
+    tool_results: list[ToolResult] = field(default_factory=list)
+    """Results of the calls that were dispatched, in call order."""
+
+    def tool_names(self) -> ToolNames:
+        """The step's four lists of tool names, in one pass over its calls and results."""
+        requested = [call.name for call in self.completion.tool_calls]
+        executed: list[str] = []
+        blocked: list[str] = []
+        for result in self.tool_results:
+            (executed if result.ok else blocked).append(result.name)
+        return ToolNames(requested, executed, blocked, requested[len(self.tool_results):])
+
+    @property
+    def requested_names(self) -> list[str]:
+        """What the model asked for, including calls that were denied or never dispatched."""
+        return [call.name for call in self.completion.tool_calls]
+
+    @property
+    def succeeded_names(self) -> list[str]:
+        """What actually ran and returned successfully."""
+        return self.tool_names().executed
+
+    @property
+    def blocked_names(self) -> list[str]:
+        """Dispatched but did not succeed: denied, invalid, unknown, failed, fatal or timed out."""
+        return self.tool_names().blocked
+
+    @property
+    def not_dispatched_names(self) -> list[str]:
+        """Requested but never dispatched, because the run stopped first (the repeat check, the
+        tool-call ceiling, or an earlier call's fatal error): the calls after the last result."""
+        return self.tool_names().not_dispatched
+
+
+@dataclass(kw_only=True)
+class Run:
+    """What ``Agent.run`` returns, however the run ended.
+
+    ``run`` always returns; it does not raise on budget exhaustion. A caller has to look
+    at ``stop`` (or ``ok``) before trusting ``output``, which on a stopped run is a
+    plausible English sentence: silent truncation is the failure this design prevents.
+    """
+
+    output: str
+    """The answer when ``ok``; otherwise a sentence saying why the run stopped."""
+    stop: Stop
+    """Why the run ended."""
+    steps: list[Step]
+    """Every completed model turn, in order."""
+    step_count: int = -1
+    """Model calls attempted, one a loop iteration: ``len(steps)``, plus one when the run
+    ended on a call that failed or was cut off (``model_error``, or ``time_budget_exhausted``
+    in ``arun``). Each is a step span; defaults to ``len(steps)``."""
+    messages: list[Message]
+    """The whole conversation as last sent to, or received from, the model."""
+    input_tokens: int = 0
+    """Input tokens summed over every model call (it grows with the square of the steps)."""
+    output_tokens: int = 0
+    """Output tokens summed over every model call."""
+    cost: float = 0.0
+    """USD at the budget's prices (zero unless you gave prices)."""
+    trace_id: str | None = None
+    """32 lowercase hex digits of the run span's trace, for finding it in Jaeger;
+    ``None`` when no OpenTelemetry SDK is recording."""
+    error: BaseException | None = None
+    """The exception behind ``Stop.MODEL_ERROR``, kept for the caller (telemetry records
+    only its type)."""
+    sub_runs: list[Run] = field(default_factory=list)
+    """The runs of sub-agents started during this one (``Agent.as_tool``), in the order they
+    ended. Their tokens and cost are included in this run's totals."""
+    conversation_id: str | None = None
+    """``gen_ai.conversation.id`` of the run, given to ``run`` or inherited from a parent run."""
+
+    def __post_init__(self) -> None:
+        if self.step_count < 0:
+            self.step_count = len(self.steps)
+
+    @property
+    def ok(self) -> bool:
+        return self.stop is Stop.ANSWERED
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def own_input_tokens(self) -> int:
+        """Input tokens of this agent's own model calls, without its sub-agents'."""
+        return self.input_tokens - sum(run.input_tokens for run in self.sub_runs)
+
+    @property
+    def own_output_tokens(self) -> int:
+        return self.output_tokens - sum(run.output_tokens for run in self.sub_runs)
+
+    @property
+    def own_cost(self) -> float:
+        return self.cost - sum(run.cost for run in self.sub_runs)
+
+    def tool_names(self) -> ToolNames:
+        """Its steps' four lists of tool names, joined (what the run span holds)."""
+        names = ToolNames([], [], [], [])
+        for step in self.steps:
+            for run_list, step_list in zip(names, step.tool_names()):
+                run_list += step_list
+        return names
+
+    def requested_tools(self) -> list[str]:
+        """Every tool the model asked for, denials included: the security signal."""
+        return [name for step in self.steps for name in step.requested_names]
+
+    def trajectory(self) -> list[str]:
+        """Tools that executed successfully: the correctness signal.
+
+        A call the registry denied is not part of the trajectory, because nothing
+        happened - asserting ``not run.used_tool("refund")`` must pass when a guardrail
+        blocks an injected refund attempt, otherwise the eval punishes the defence.
+        """
+        return self.tool_names().executed
+
+    def blocked_tools(self) -> list[str]:
+        """Tools that were dispatched but did not succeed."""
+        return self.tool_names().blocked
+
+    def not_dispatched_tools(self) -> list[str]:
+        """Tools requested but never dispatched, because the run stopped first. Every requested
+        call is in exactly one of ``trajectory``, ``blocked_tools`` and this list."""
+        return self.tool_names().not_dispatched
+
+    def used_tool(self, name: str) -> bool:
+        return name in self.trajectory()
+
+    def requested_tool(self, name: str) -> bool:
+        return name in self.requested_tools()
