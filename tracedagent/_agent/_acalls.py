@@ -12,34 +12,15 @@ calls the model and dispatches a turn through these two functions.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Sequence, TypeVar
+from typing import Any, Sequence
 
-from .._core._deadline import Deadline, DeadlineExceeded
+from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
 from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_requests, check_completion
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 
-__all__ = ["complete", "dispatch", "dispatch_turn", "awaited"]
+__all__ = ["complete", "dispatch", "dispatch_turn"]
 
-T = TypeVar("T")
-
-
-def _raise_if_cancelled_since(requests: int) -> None:
-    """A cancellation of this task asked for while it awaited work that swallowed it (a tool
-    that catches ``CancelledError``, or ``wait_for`` on Python 3.11 returning a result that came
-    at the same moment) is still this run's: raise it now. ``requests``: ``cancel_requests()``
-    before the work."""
-    if cancel_requests() > requests:
-        raise asyncio.CancelledError
-
-
-async def awaited(deadline: Deadline | None, work: Awaitable[T]) -> T:
-    """``await work``, cancelled when ``deadline`` passes (``DeadlineExceeded``). A
-    cancellation of this task during the work is raised even if the work swallowed it."""
-    requests = cancel_requests()
-    result = await (work if deadline is None else deadline.cut(work))
-    _raise_if_cancelled_since(requests)
-    return result
 
 
 async def complete(model: InstrumentedModel, messages: list[Message], tools: list[dict[str, Any]] | None,
@@ -88,7 +69,7 @@ async def dispatch_turn(tools: InstrumentedRegistry, state: RunState, calls: Seq
             if state.ends_turn(results[-1]):
                 break
     await asyncio.sleep(0)  # delivers a cancellation asked for while nothing was awaited
-    _raise_if_cancelled_since(requests)
+    raise_if_cancelled_since(requests)
     return results
 
 

@@ -28,9 +28,11 @@ from .._core._events import RunEnd, StepEnd, StreamEvent, TextDelta, ToolCallEve
 from .._core._records import Message, being_cancelled
 from .._core._run import Run, RunState, current_run
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
-from .._instrumentation._spans import DeadlineExceeded, RunScope, failure_kind
+from .._core._deadline import DeadlineExceeded
+from .._instrumentation._spans import RunScope, failure_kind
 from .._instrumentation._streamed import StreamedModel, Turn
 from .._instrumentation._telemetry import AgentTelemetry, guard
+from . import _acalls
 
 __all__ = ["AgentStream", "AsyncAgentStream", "StreamNotEnded"]
 
@@ -312,9 +314,9 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             if run := state.check_turn(completion.tool_calls):
                 break
             # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
-            results = await agent._tools.adispatch_turn(completion.tool_calls, parallel=agent.parallel_tool_calls,
-                                                        concurrency=agent.max_tool_concurrency,
-                                                        deadline=state.deadline)
+            results = await _acalls.dispatch_turn(agent._tools, state, completion.tool_calls,
+                                                  parallel=agent.parallel_tool_calls,
+                                                  concurrency=agent.max_tool_concurrency)
             run = state.append(step, *results)
             for result in results:
                 yield ToolResultEvent(agent=name, result=result)

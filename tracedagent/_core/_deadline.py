@@ -15,7 +15,9 @@ import time
 from dataclasses import dataclass
 from typing import Awaitable, Protocol, TypeVar
 
-__all__ = ["Clock", "Deadline", "DeadlineExceeded"]
+from ._records import cancel_requests
+
+__all__ = ["Clock", "Deadline", "DeadlineExceeded", "awaited"]
 
 T = TypeVar("T")
 
@@ -62,3 +64,22 @@ class Deadline:
             if not self.passed():
                 raise
             raise DeadlineExceeded from None
+
+
+def raise_if_cancelled_since(requests: int) -> None:
+    """A cancellation of this task asked for while it awaited work that swallowed it (a tool
+    that catches ``CancelledError``, or ``wait_for`` on Python 3.11 returning a result that came
+    at the same moment) is still the run's: raise it now. ``requests``: ``cancel_requests()``
+    before the work."""
+    if cancel_requests() > requests:
+        raise asyncio.CancelledError
+
+
+async def awaited(deadline: Deadline | None, work: Awaitable[T]) -> T:
+    """How a driver awaits a call: ``await work``, cut off when ``deadline`` passes
+    (``DeadlineExceeded``), and a cancellation of this task during the work raised even if the
+    work swallowed it."""
+    requests = cancel_requests()
+    result = await (work if deadline is None else deadline.cut(work))
+    raise_if_cancelled_since(requests)
+    return result

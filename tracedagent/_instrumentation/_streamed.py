@@ -22,8 +22,9 @@ from typing import Any, AsyncIterator, Iterator
 from .._core import _names as N
 from .._core._records import Completion, Message, check_completion, in_thread
 from .._core._streaming import StreamedTurn
-from ._instrumented import InstrumentedModel, _before, _takes_timeout
-from ._spans import ChatScope, DeadlineExceeded, failure_kind
+from .._core._deadline import Deadline, DeadlineExceeded, awaited
+from ._instrumented import InstrumentedModel, _takes_timeout
+from ._spans import ChatScope, failure_kind
 from ._telemetry import AgentTelemetry, bounded, guard
 
 __all__ = ["StreamedModel", "StreamScope", "Turn"]
@@ -120,22 +121,21 @@ class StreamedModel:
         return self._stream is not None or self._astream is not None
 
     def _options(self, tools: Any, max_output_tokens: int | None, temperature: float | None,
-                 deadline: float | None, takes_timeout: bool) -> dict[str, Any]:
+                 deadline: Deadline | None, takes_timeout: bool) -> dict[str, Any]:
         options: dict[str, Any] = {"tools": tools, "max_output_tokens": max_output_tokens, "temperature": temperature}
         if deadline is not None and takes_timeout:
-            options["timeout"] = max(0.0, deadline - time.monotonic())
+            options["timeout"] = deadline.left()
         return options
 
     def stream(self, turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None,
                max_output_tokens: int | None, temperature: float | None, *,
-               deadline: float | None) -> Iterator[str]:
+               deadline: Deadline | None) -> Iterator[str]:
         """The call's text deltas as they arrive; ``turn.result`` once it has ended. Past
         ``deadline`` (checked as each chunk arrives; the model was given the time left as its
         timeout) the call is cut: ``DeadlineExceeded``."""
         if self._stream is None:
             completion = self.instrumented.complete(messages, tools, max_output_tokens, temperature,
-                                                    timeout=None if deadline is None else
-                                                    max(0.0, deadline - time.monotonic()))
+                                                    timeout=None if deadline is None else deadline.left())
             turn.result = completion
             if completion.text:
                 yield completion.text
@@ -153,7 +153,7 @@ class StreamedModel:
                 text = turn.add(chunk)
                 if text:
                     yield text
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline is not None and deadline.passed():
                     raise DeadlineExceeded
             turn.result = check_completion(turn.completion())
         except GeneratorExit:  # the consumer stopped reading
@@ -171,12 +171,15 @@ class StreamedModel:
 
     async def astream(self, turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None,
                       max_output_tokens: int | None, temperature: float | None, *,
-                      deadline: float | None) -> AsyncIterator[str]:
+                      deadline: Deadline | None) -> AsyncIterator[str]:
         """``stream`` for async code: the model's ``astream`` (or its ``stream`` read in a worker
         thread, or ``acomplete``); a chunk still awaited when ``deadline`` passes is cancelled."""
         if self._astream is None and self._stream is None:
-            completion = await self.instrumented.acomplete(messages, tools, max_output_tokens, temperature,
-                                                           deadline=deadline)
+            timeout = None if deadline is None else deadline.left()
+            with self.instrumented.chat(messages, max_output_tokens, temperature) as chat:
+                completion = check_completion(await awaited(deadline, self.instrumented.acall(
+                    messages, tools, max_output_tokens, temperature, timeout)))
+                chat.end(completion)
             turn.result = completion
             if completion.text:
                 yield completion.text
@@ -195,7 +198,7 @@ class StreamedModel:
             first = True
             while True:
                 try:
-                    chunk = await (read() if deadline is None else _before(deadline, read()))
+                    chunk = await (read() if deadline is None else awaited(deadline, read()))
                 except StopAsyncIteration:
                     break
                 if first:
