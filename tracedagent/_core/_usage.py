@@ -32,8 +32,6 @@ class RunUsage:
     cost_known: bool = False
     """Whether the run had prices: without them a cost is unknown, not zero, and is left off
     spans and metrics."""
-    model_calls: int = 0
-    """Model calls that returned a turn."""
     tool_calls: int = 0
     """Tool calls this run's model asked for (checked against ``Budget.max_tool_calls``; a
     sub-agent's calls count against its own run's ceiling, not this one's)."""
@@ -49,4 +47,3 @@ class RunUsage:
         self.cache_read_input_tokens += usage.cache_read_input_tokens
         self.cache_creation_input_tokens += usage.cache_creation_input_tokens
         self.cost += cost
-        self.model_calls += 1
