@@ -85,23 +85,23 @@ class BareRun:
 
 
 async def per_step(client: Client, steps: int, runs: int) -> tuple[float, float]:
+    """Bare and traced runs alternate, both workers up throughout, so that the machine's load
+    drifts over both alike."""
     queue = f"bench-{uuid.uuid4().hex}"
-    bare: list[float] = []
     # The sandbox as tracedagent.temporal.worker sets it up, this module passed through too.
     runner = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(
         "tracedagent", "opentelemetry", "__main__"))
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    agent = Agent(ByStep(script(steps)), [lookup], name="bench", tracer_provider=provider)
+    bare: list[float] = []
+    traced: list[float] = []
     async with Worker(client, task_queue=queue, workflows=[BareRun], activities=[bare_model, bare_tool],
-                      workflow_runner=runner):
+                      workflow_runner=runner), worker(client, [agent], task_queue=queue + "-agent"):
         for _ in range(runs):
             started = time.perf_counter()
             await client.execute_workflow("bare.run", steps, id=f"bare-{uuid.uuid4().hex}", task_queue=queue)
             bare.append((time.perf_counter() - started) / steps)
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
-    agent = Agent(ByStep(script(steps)), [lookup], name="bench", tracer_provider=provider)
-    traced: list[float] = []
-    async with worker(client, [agent], task_queue=queue + "-agent"):
-        for _ in range(runs):
             started = time.perf_counter()
             run = await run_on_temporal(client, "bench", "go", task_queue=queue + "-agent", tracer_provider=provider)
             traced.append((time.perf_counter() - started) / steps)
