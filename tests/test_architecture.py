@@ -26,6 +26,7 @@ LAYERS: dict[str, set[str]] = {
     # makes the same RunState decisions and opens the same span scopes as Agent.arun, and it
     # hosts Agents (the public class) by name.
     "temporal": {"_core", "_instrumentation", "_agent"},
+    "mcp": {"_core"},
 }
 """Integrations (``models``, and later ``mcp`` and ``temporal``) sit on the public surface and
 the core; the top-level modules (``__init__``, ``testing``, ``pytest_plugin``) re-export."""

@@ -13,6 +13,7 @@ from opentelemetry.sdk import environment_variables as _sdk_env
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gen_ai_metrics
 from opentelemetry.semconv.attributes import error_attributes as _error
+from opentelemetry.semconv.attributes import network_attributes as _network
 from opentelemetry.semconv.attributes import server_attributes as _server
 
 TRACER_NAME = "tracedagent"
@@ -146,6 +147,38 @@ ERROR_TIMEOUT = "timeout"
 
 STOP_EVENT = "tracedagent.stop"
 """Event on the step span inside which the run stopped (any reason but ``answered``)."""
+
+# --- MCP (tracedagent.mcp): the MCP semantic conventions' names -------------------------
+# Written out rather than imported: the semantic-conventions package has them only from 0.66b0,
+# and the lowest version tracedagent supports is older. docs/mcp.md says where each is set.
+MCP_METHOD_NAME = "mcp.method.name"
+MCP_SESSION_ID = "mcp.session.id"
+"""The server's ``Mcp-Session-Id`` over HTTP; over stdio, where the protocol has none, an id
+tracedagent gives the connection (one per server process), so spans of one session group."""
+MCP_PROTOCOL_VERSION = "mcp.protocol.version"
+JSONRPC_REQUEST_ID = "jsonrpc.request.id"
+RPC_RESPONSE_STATUS_CODE = "rpc.response.status_code"
+"""The JSON-RPC error code a server answered with, as a string."""
+NETWORK_TRANSPORT = _network.NETWORK_TRANSPORT
+NETWORK_TRANSPORT_PIPE = "pipe"
+"""``network.transport`` of a stdio server, as the MCP conventions say."""
+NETWORK_TRANSPORT_TCP = "tcp"
+"""``network.transport`` of a streamable-HTTP server."""
+MCP_INITIALIZE = "initialize"
+MCP_TOOLS_LIST = "tools/list"
+MCP_TOOLS_CALL = "tools/call"
+MCP_SERVER = "tracedagent.mcp.server"
+"""The name an ``MCPServer`` was given (or its command's, or its URL's host): which server, where
+a stdio server has no address."""
+MCP_TOOL_NAME = "tracedagent.mcp.tool_name"
+"""On an MCP tool's ``execute_tool`` span when the registry knows it under a prefixed name: the
+name the server knows it by."""
+MCP_CONNECT_SPAN_NAME = "mcp.connect"
+"""The span a session's ``initialize`` and first ``tools/list`` nest in when it is opened outside
+any span (outside a run); inside one they nest there instead."""
+MCP_RESTART = "tracedagent.mcp.restart"
+"""On a session's ``mcp.connect`` / ``initialize`` span: ``true`` when the connection replaces one
+that was lost (a stdio server that exited is started again)."""
 
 # --- Metrics -----------------------------------------------------------------------
 METRIC_RUNS = "tracedagent.runs"

@@ -1,0 +1,277 @@
+"""Tools from MCP servers (``tracedagent.mcp``), against real servers run as subprocesses: the
+reference ``mcp-server-time`` over stdio, and the test server ``mcp_servers/workshop.py`` (the
+``mcp`` SDK's own server) over stdio and streamable HTTP. Only the model is scripted."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tracedagent import Agent, Completion, Registry, Stop, ToolCall, ToolOutcome
+from tracedagent._core import _names as N
+from tracedagent.mcp import MCPServer, MCPUnavailable
+from tracedagent.testing import FakeModel, Recorder, tool_call
+
+pytest.importorskip("mcp")  # the `test` extra installs it: CI runs every test here
+
+WORKSHOP = [str(Path(__file__).parent / "mcp_servers" / "workshop.py")]
+TIME_SERVER = ["-m", "mcp_server_time", "--local-timezone", "UTC"]
+CALM = 60.0
+"""A call's timeout where the call is meant to succeed: generous, the test machine is shared."""
+
+
+def turn(*calls: tuple[str, dict]) -> Completion:
+    """One model turn requesting ``calls`` at once."""
+    return Completion(text="", finish_reason="tool_calls",
+                      tool_calls=[ToolCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(calls)])
+
+
+def tool_spans(recorder: Recorder) -> list:
+    return [s for s in recorder.spans() if s.name.startswith("execute_tool")]
+
+
+def named(recorder: Recorder, name: str) -> list:
+    return [s for s in recorder.spans() if s.name == name]
+
+
+def workshop(recorder: Recorder, **options) -> MCPServer:
+    return MCPServer.stdio(sys.executable, WORKSHOP, tracer_provider=recorder.tracer_provider,
+                           **{"timeout": CALM, **options})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_http(port: int) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, *WORKSHOP, "--http", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            return process
+        except OSError:
+            if process.poll() is not None:
+                raise RuntimeError("the workshop server exited on start")
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the workshop server did not listen in time")
+
+
+@pytest.fixture(scope="module")
+def http_url():
+    port = free_port()
+    process = serve_http(port)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(10)
+
+
+# --- the reference server, over stdio --------------------------------------------------------
+
+def test_mcp_server_time_over_stdio_answers_a_scripted_run_and_its_spans_carry_the_mcp_attributes():
+    recorder = Recorder()
+    with MCPServer.stdio(sys.executable, TIME_SERVER, tracer_provider=recorder.tracer_provider,
+                         timeout=CALM) as time_server:
+        tools = time_server.tools()
+        assert {t.name for t in tools} == {"get_current_time", "convert_time"}
+        assert tools[0].parameters["required"], "the schema is the server's own"
+        model = FakeModel([turn(("get_current_time", {"timezone": "Asia/Tokyo"}),
+                                ("convert_time", {"source_timezone": "UTC", "time": "12:00",
+                                                  "target_timezone": "Asia/Tokyo"})),
+                           "It is evening in Tokyo."])
+        run = Agent(model, Registry(tools), **recorder.providers).run("What time is it in Tokyo?")
+
+    assert run.stop is Stop.ANSWERED
+    now, converted = run.steps[0].tool_results
+    assert now.outcome is ToolOutcome.OK and '"timezone": "Asia/Tokyo"' in now.content
+    assert converted.outcome is ToolOutcome.OK and '"datetime": "' in converted.content and "21:00" in converted.content
+    assert "Asia/Tokyo" in str(model.calls[1]["messages"][-1]), "the model was shown the result"
+
+    [initialize] = named(recorder, "initialize")
+    [listing] = named(recorder, "tools/list")
+    [connect] = named(recorder, N.MCP_CONNECT_SPAN_NAME)
+    assert initialize.parent.span_id == listing.parent.span_id == connect.context.span_id, \
+        "opened outside a run, the session's requests nest under a span of their own"
+    session_id = initialize.attributes[N.MCP_SESSION_ID]
+    ids = set()
+    for span in tool_spans(recorder):
+        a = span.attributes
+        assert a[N.MCP_METHOD_NAME] == "tools/call" and a[N.NETWORK_TRANSPORT] == "pipe"
+        assert a[N.MCP_SESSION_ID] == session_id and a[N.MCP_PROTOCOL_VERSION] == initialize.attributes[N.MCP_PROTOCOL_VERSION]
+        assert N.SERVER_ADDRESS not in a and a[N.MCP_SERVER] == "mcp_server_time"
+        ids.add(a[N.JSONRPC_REQUEST_ID])
+    assert len(ids) == 2 and initialize.attributes[N.JSONRPC_REQUEST_ID] not in ids
+    assert not [s for s in recorder.spans() if s.name.startswith("MCP send")], \
+        "the tool span stands for the request: the SDK opens no second client span"
+
+
+def test_a_server_that_cannot_be_started_is_one_named_error_at_the_with():
+    recorder = Recorder()
+    with pytest.raises(MCPUnavailable, match="could not start or reach"):
+        with MCPServer.stdio("/nonexistent/mcp-server", tracer_provider=recorder.tracer_provider):
+            pass
+    [connect] = named(recorder, N.MCP_CONNECT_SPAN_NAME)
+    assert connect.attributes[N.ERROR_TYPE] == "FileNotFoundError"
+    with pytest.raises(MCPUnavailable):
+        with MCPServer.http(f"http://127.0.0.1:{free_port()}/mcp", connect_timeout=20):
+            pass
+
+
+# --- outcomes ---------------------------------------------------------------------------------
+
+def test_every_kind_of_answer_is_a_named_outcome_the_model_sees(http_url):
+    recorder = Recorder()
+
+    async def go():
+        async with MCPServer.http(http_url, tracer_provider=recorder.tracer_provider, timeout=CALM) as server:
+            model = FakeModel([turn(("echo", {"text": "hi"}), ("picture", {}), ("refuse", {"reason": "closed"}),
+                                    ("reject", {}), ("echo", {})), "done"])
+            return await Agent(model, Registry(server.tools()), **recorder.providers).arun("go")
+
+    run = asyncio.run(go())
+    assert run.stop is Stop.ANSWERED, "no failure of a server's raises out of the run"
+    echo, picture, refused, rejected, invalid = run.steps[0].tool_results
+    assert (echo.outcome, echo.content) == (ToolOutcome.OK, '{"result": "hi"}'), "structured content, as JSON"
+    assert picture.content == "a pixel\n[image image/png, 32 bytes]", "other content named with its type and size"
+    assert (refused.outcome, refused.error_type) == (ToolOutcome.ERROR, "MCPToolError")
+    assert refused.content.startswith("Error: ") and "refused: closed" in refused.content, "an isError result's text is what the model sees"
+    assert (rejected.outcome, rejected.error_type) == (ToolOutcome.ERROR, "MCPRequestError")
+    assert "-32042" in rejected.content and "the workshop is closed" in rejected.content
+    assert invalid.outcome is ToolOutcome.INVALID_ARGUMENTS, "the registry checks the server's schema"
+
+    spans = {s.attributes[N.GEN_AI_TOOL_CALL_ID]: s for s in tool_spans(recorder)}
+    assert spans["c3"].attributes[N.RPC_RESPONSE_STATUS_CODE] == "-32042"
+    assert spans["c2"].attributes[N.ERROR_TYPE] == "MCPToolError"
+    assert N.JSONRPC_REQUEST_ID not in spans["c4"].attributes, "an invalid call never reaches the server"
+    a = spans["c0"].attributes
+    assert (a[N.NETWORK_TRANSPORT], a[N.SERVER_ADDRESS], a[N.SERVER_PORT]) == ("tcp", "127.0.0.1", int(http_url.split(":")[2].split("/")[0]))
+    assert a[N.MCP_SESSION_ID] == named(recorder, "initialize")[0].attributes[N.MCP_SESSION_ID]
+    assert len(a[N.MCP_SESSION_ID]) >= 16, "over HTTP the session id is the server's Mcp-Session-Id"
+
+
+def test_a_server_that_never_answers_is_a_timeout_and_the_session_goes_on():
+    recorder = Recorder()
+    with workshop(recorder, timeout=1.0) as server:
+        model = FakeModel([tool_call("hang"), tool_call("pid"), "done"])
+        run = Agent(model, Registry(server.tools()), **recorder.providers).run("go")
+        assert server.connections == 1
+    hung, pid = [r for step in run.steps for r in step.tool_results]
+    assert hung.outcome is ToolOutcome.TIMEOUT and "timed out after 1 s" in hung.content
+    assert pid.outcome is ToolOutcome.OK and json.loads(pid.content)["result"] > 0
+    assert tool_spans(recorder)[0].attributes[N.ERROR_TYPE] == "timeout"
+
+
+def test_a_server_killed_mid_call_is_reported_on_that_call_and_started_again_for_the_next():
+    recorder = Recorder()
+    with workshop(recorder) as server:
+        tools = Registry(server.tools())
+        model = FakeModel([tool_call("pid"), tool_call("die"), tool_call("pid", {}, id="again"), "done"])
+        run = Agent(model, tools, **recorder.providers).run("go")
+        assert server.connections == 2
+    first, died, second = [r for step in run.steps for r in step.tool_results]
+    assert run.stop is Stop.ANSWERED
+    assert (died.outcome, died.error_type) == (ToolOutcome.ERROR, "MCPConnectionLost")
+    assert "opened again for the next call" in died.content
+    assert second.outcome is ToolOutcome.OK and second.content != first.content, "a new server process"
+
+    spans = {s.attributes[N.GEN_AI_TOOL_CALL_ID]: s for s in tool_spans(recorder)}
+    restarted = [s for s in named(recorder, "initialize") if s.attributes.get(N.MCP_RESTART)]
+    assert [s.parent.span_id for s in restarted] == [spans["again"].context.span_id], \
+        "the restart's initialize nests under the call that needed it"
+    assert spans["again"].attributes[N.MCP_SESSION_ID] != spans[next(iter(spans))].attributes[N.MCP_SESSION_ID]
+
+
+def test_a_server_gone_for_good_is_an_error_on_each_call():
+    port = free_port()
+    process = serve_http(port)
+    recorder = Recorder()
+    with MCPServer.http(f"http://127.0.0.1:{port}/mcp", tracer_provider=recorder.tracer_provider,
+                        timeout=CALM, connect_timeout=20) as server:
+        tools = Registry(server.tools())
+        process.kill()
+        process.wait(10)
+        model = FakeModel([tool_call("echo", {"text": "a"}), tool_call("echo", {"text": "b"}), "done"])
+        run = Agent(model, tools, **recorder.providers).run("go")
+    assert run.stop is Stop.ANSWERED
+    outcomes = [(r.outcome, r.error_type) for step in run.steps for r in step.tool_results]
+    assert all(outcome is ToolOutcome.ERROR and kind in ("MCPConnectionLost", "MCPUnavailable")
+               for outcome, kind in outcomes), outcomes
+
+
+# --- the tool list ----------------------------------------------------------------------------
+
+def test_the_tool_list_follows_list_changed():
+    recorder = Recorder()
+    with workshop(recorder) as server:
+        assert "extra" not in Registry(server.tools())
+        run = Agent(FakeModel([tool_call("grow"), "done"]), Registry(server.tools()), **recorder.providers).run("go")
+        assert run.steps[0].tool_results[0].outcome is ToolOutcome.OK
+        tools = Registry(server.tools())
+        assert "extra" in tools, "applied before the call that changed it returned"
+        run = Agent(FakeModel([tool_call("extra", {"n": 21}), "done"]), tools, **recorder.providers).run("go")
+    assert run.steps[0].tool_results[0].content == '{"result": 42}'
+    assert len(named(recorder, "tools/list")) == 2
+
+
+def test_clashing_tool_names_are_refused_unless_prefixed():
+    recorder = Recorder()
+    with workshop(recorder) as a, workshop(recorder) as b:
+        with pytest.raises(ValueError, match="two tools are named 'echo'"):
+            Registry([*a.tools(), *b.tools()])
+        tools = Registry([*a.tools(prefix="a_"), *b.tools(prefix="b_")])
+        run = Agent(FakeModel([turn(("a_pid", {}), ("b_pid", {})), "done"]), tools, **recorder.providers).run("go")
+    a_pid, b_pid = run.steps[0].tool_results
+    assert a_pid.ok and b_pid.ok and a_pid.content != b_pid.content, "each call went to its own server"
+    spans = {s.attributes[N.GEN_AI_TOOL_NAME]: s.attributes for s in tool_spans(recorder)}
+    assert spans["a_pid"][N.MCP_TOOL_NAME] == spans["b_pid"][N.MCP_TOOL_NAME] == "pid"
+    assert spans["a_pid"][N.MCP_SESSION_ID] != spans["b_pid"][N.MCP_SESSION_ID]
+
+
+# --- traces -----------------------------------------------------------------------------------
+
+def test_every_call_carries_the_tool_spans_trace_context_to_the_server():
+    recorder = Recorder()
+    with workshop(recorder) as server:
+        run = Agent(FakeModel([tool_call("traceparent"), "done"]), Registry(server.tools()),
+                    **recorder.providers).run("go")
+    [span] = tool_spans(recorder)
+    _, trace_id, span_id, _ = run.steps[0].tool_results[0].content.split("-")
+    assert (trace_id, span_id) == (f"{span.context.trace_id:032x}", f"{span.context.span_id:016x}"), \
+        "the server's parent is the execute_tool span itself"
+
+
+async def test_a_hundred_concurrent_aruns_share_one_session_and_keep_their_own_traces():
+    recorder = Recorder()
+    async with workshop(recorder) as server:
+        tools = Registry(server.tools())
+
+        async def one(i: int):
+            model = FakeModel([tool_call("echo", {"text": f"run {i}"}), tool_call("traceparent"), f"done {i}"])
+            return await Agent(model, tools, **recorder.providers).arun(f"task {i}")
+
+        runs = await asyncio.gather(*(one(i) for i in range(100)))
+        assert server.connections == 1
+    assert all(run.stop is Stop.ANSWERED for run in runs)
+    assert [run.steps[0].tool_results[0].content for run in runs] == [f'{{"result": "run {i}"}}' for i in range(100)]
+    assert len({run.trace_id for run in runs}) == 100
+    for run in runs:
+        sent = run.steps[1].tool_results[0].content.split("-")[1]
+        assert sent == run.trace_id, "each server request carried its own run's trace"
+    spans = tool_spans(recorder)
+    assert len(spans) == 200 and len({s.attributes[N.JSONRPC_REQUEST_ID] for s in spans}) == 200
+    assert len({s.attributes[N.MCP_SESSION_ID] for s in spans}) == 1
+    by_trace = {}
+    for s in spans:
+        by_trace.setdefault(f"{s.context.trace_id:032x}", []).append(s)
+    assert sorted(by_trace) == sorted(run.trace_id for run in runs) and all(len(v) == 2 for v in by_trace.values())

@@ -1,0 +1,18 @@
+"""Tools from Model Context Protocol servers, traced into the server (``pip install tracedagent[mcp]``).
+
+``MCPServer.stdio(...)`` / ``MCPServer.http(...)`` open a session with a server on the official
+``mcp`` SDK; inside ``with`` / ``async with``, ``server.tools()`` are ordinary ``Tool``s for a
+``Registry``, under ``run`` and ``arun`` alike. Their ``execute_tool`` spans carry the MCP
+semantic conventions' attributes, and every request carries the trace context in
+``params._meta``, so a traced server's spans join the run's trace. ``docs/mcp.md`` is the guide.
+
+This integration imports the core (``tracedagent._core``) and, lazily, the ``mcp`` SDK; nothing
+of the agent, the instrumentation or the export wings.
+"""
+
+from __future__ import annotations
+
+from ._results import MCPConnectionLost, MCPRequestError, MCPToolError, MCPUnavailable
+from ._server import MCPServer
+
+__all__ = ["MCPServer", "MCPToolError", "MCPRequestError", "MCPConnectionLost", "MCPUnavailable"]
