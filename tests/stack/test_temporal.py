@@ -249,3 +249,22 @@ def test_doctor_finds_the_stacks_temporal_serving():
                           timeout=60, env=env)
     row = next(line for line in done.stdout.splitlines() if "Temporal frontend" in line)
     assert TEMPORAL in row and " reachable " in row and "SERVING" in row, done.stdout
+
+
+async def test_history_system_prompt_and_conversation_reach_the_workflow_as_they_reach_arun(client):
+    history = [{"role": "user", "content": "my order is 1042"}, {"role": "assistant", "content": "noted"}]
+    script = [tool_call("search_help", {"q": "1042"}, id="h1"), "it ships today"]
+    here, here_spans = recording()
+    there, there_spans = recording()
+    agent_name = name()
+    options = dict(system_prompt="You help with orders.", name=agent_name, max_output_tokens=300, temperature=0.2)
+    local = Agent(FakeModel(script), TOOLS, tracer_provider=here, **options)
+    durable = Agent(FakeModel(script), TOOLS, tracer_provider=there, **options)
+    expected = await local.arun("where is it?", history, conversation_id="chat-9")
+    queue = f"q-{uuid.uuid4().hex}"
+    async with worker(client, [durable], task_queue=queue):
+        run = await run_on_temporal(client, agent_name, "where is it?", history, conversation_id="chat-9",
+                                    task_queue=queue, tracer_provider=there)
+    assert run_facts(run) == run_facts(expected) and run.conversation_id == "chat-9"
+    assert durable.model.calls == local.model.calls, "the model was sent the same, prompt and options included"
+    assert tree(list(there_spans.get_finished_spans())) == tree(list(here_spans.get_finished_spans()))
