@@ -1,0 +1,84 @@
+"""tracedagent.temporal without a server: what crosses Temporal comes back whole, and the
+activities' time limits follow the call's own limit and the time budget."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped in CI
+
+from tracedagent import Agent, Budget, Completion, Stop, ToolCall, ToolOutcome, ToolResult, Usage  # noqa: E402
+from tracedagent._core._records import error_type  # noqa: E402
+from tracedagent.temporal import ActivitySettings, RemoteError  # noqa: E402
+from tracedagent.temporal._codec import (budget_from_data, budget_to_data, completion_from_data,  # noqa: E402
+                                         completion_to_data, error_from_data, error_to_data, run_from_data,
+                                         run_to_data)
+from tracedagent.testing import FakeModel, tool_call  # noqa: E402
+
+from sample_tools import TOOLS  # noqa: E402
+
+
+def through_json(data):
+    """As Temporal's JSON converter stores it in the history."""
+    return json.loads(json.dumps(data))
+
+
+def test_a_run_with_every_kind_of_record_comes_back_equal():
+    script = [Completion(text="thinking", tool_calls=[ToolCall("a", "search_help", {"q": "x"}),
+                                                      ToolCall("b", "refund", '{"order": 1')],
+                         usage=Usage(10, 5, cache_read_input_tokens=3), model="m", finish_reason="tool_calls",
+                         response_id="r1", provider_data={"anthropic": {"thinking": [{"sig": "s"}]}}),
+              tool_call("flaky", {"n": 1}), TimeoutError("read timed out")]
+    run = Agent(FakeModel(script), TOOLS, budget=Budget(price_per_1k_input=0.01)).run("go", conversation_id="c")
+    assert run.stop is Stop.MODEL_ERROR
+    back = run_from_data(through_json(run_to_data(run)))
+    for field in ("output", "stop", "step_count", "steps", "messages", "input_tokens", "output_tokens", "cost",
+                  "trace_id", "conversation_id"):
+        assert getattr(back, field) == getattr(run, field), field
+    assert back.trajectory() == run.trajectory() and back.blocked_tools() == run.blocked_tools()
+    assert isinstance(back.error, RemoteError) and error_type(back.error) == "TimeoutError"
+    assert str(back.error) == "read timed out"
+
+
+def test_a_sub_run_comes_back_inside_its_run():
+    inner = Agent(FakeModel(["found"]), name="researcher")
+    outer = Agent(FakeModel([tool_call("researcher", {"task": "find"}), "done"]),
+                  [inner.as_tool(description="Researches.")])
+    run = outer.run("go")
+    back = run_from_data(through_json(run_to_data(run)))
+    assert [(r.stop, r.output, r.input_tokens) for r in back.sub_runs] == \
+        [(r.stop, r.output, r.input_tokens) for r in run.sub_runs] and back.input_tokens == run.input_tokens
+
+
+def test_an_answer_turn_keeps_no_calls_as_its_default_and_a_result_its_outcome():
+    for completion in (Completion(text="done"), tool_call("x", {"a": [1, 2]})):
+        assert completion_from_data(through_json(completion_to_data(completion))) == completion
+    run = Agent(FakeModel([tool_call("charge_card", {"amount": 1}, id="c1")]), TOOLS).run("go")
+    (result,) = run_from_data(through_json(run_to_data(run))).steps[0].tool_results
+    assert result == ToolResult("c1", "charge_card", "Fatal error: payment credentials revoked", ToolOutcome.FATAL,
+                                "FatalToolError")
+
+
+def test_a_budget_comes_back_equal():
+    budget = Budget(max_steps=4, max_tokens=100, max_cost=0.5, price_per_1k_input=0.1, max_seconds=2.5,
+                    max_tool_calls=7, no_progress_limit=2)
+    assert budget_from_data(through_json(budget_to_data(budget))) == budget
+
+
+def test_an_error_message_is_redacted_before_it_is_stored_in_the_history():
+    data = error_to_data(RuntimeError("auth failed: Authorization: Bearer sk-abcdefghijklmnopqrstuvwxyz123456"))
+    assert data["type"] == "RuntimeError" and "sk-abcdefghijklmnop" not in data["message"]
+    assert type(error_from_data(data)).__name__ == "RuntimeError"
+    assert type(error_from_data(data)) is type(error_from_data(data)), "one class a name"
+
+
+def test_an_attempts_limit_is_the_calls_own_plus_grace_never_past_the_time_budget():
+    s = ActivitySettings(tool_timeout=300, grace=5)
+    assert s.limit(None, None, s.tool_timeout) == timedelta(seconds=300)
+    assert s.limit(10, None, s.tool_timeout) == timedelta(seconds=15)
+    assert s.limit(10, 2, s.tool_timeout) == timedelta(seconds=7)
+    assert s.limit(None, 0, s.tool_timeout) == timedelta(seconds=5)
+    assert s.retry_policy().maximum_attempts == 3
