@@ -178,7 +178,7 @@ class Agent:
                 completion = self._model.complete(state.messages, tools=tools,
                                                   max_output_tokens=self.max_output_tokens,
                                                   temperature=self.temperature, timeout=state.seconds_left())
-            except Exception as exc:
+            except (Exception, asyncio.CancelledError) as exc:  # no task to cancel here: the model's own
                 return state.model_failed(exc)
             step = state.record(i, completion)
             # 2. check: a turn without tool calls is the answer

@@ -58,15 +58,22 @@ def _stop_iteration_as_runtime_error(fn: Callable[..., T], /, *args: Any, **kwar
 def being_cancelled() -> bool:
     """Whether the running task was asked to cancel, rather than handed a ``CancelledError`` by
     something it awaited (a tool's or a model's own). Python 3.10 cannot tell the two apart:
-    there, it is always taken as a cancellation."""
-    task = asyncio.current_task()
+    there, it is always taken as a cancellation. Without a running event loop (the sync
+    ``run``) nothing can cancel the run, so a ``CancelledError`` is its raiser's own."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        return False
     return task is None or not hasattr(task, "cancelling") or task.cancelling() > 0
 
 
 def cancel_requests() -> int:
     """How many cancellations of the running task are pending (``Task.cancelling``): 0 outside
     a task, and always on Python 3.10, which does not count them."""
-    task = asyncio.current_task()
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        return 0
     return task.cancelling() if task is not None and hasattr(task, "cancelling") else 0
 
 

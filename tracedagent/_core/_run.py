@@ -42,11 +42,11 @@ def canonical_arguments(arguments: Any) -> str:
     JSON tells apart (1, 1.0, true, "1") stays apart."""
     try:
         return _CANONICAL_JSON.encode(arguments)
-    except (TypeError, ValueError, RecursionError):  # unsortable keys (a custom model's tuples), a cycle
+    except (Exception, RecursionError):  # unsortable keys (a custom model's tuples), a cycle, a str() that raises
         try:
             return repr(arguments)
-        except (RecursionError, ValueError):  # too deep, or an int too long to print: never a repeat
-            return f"<arguments at {id(arguments):#x}>"
+        except (Exception, RecursionError):  # too deep, an int too long to print, a repr that raises:
+            return f"<arguments at {id(arguments):#x}>"  # never a repeat
 
 
 DEADLINE_CUT_RESULT = "Stopped: the run's time budget ran out during this call."

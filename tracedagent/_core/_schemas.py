@@ -27,6 +27,19 @@ Validator = Callable[[Any, str], "str | None"]
 """A compiled schema: ``check(value, where)`` returns ``None`` or the problem, naming ``where``."""
 
 
+_MAX_SHOWN = 80
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` as a problem quotes it: bounded, and never raising (an int of thousands
+    of digits, a ``__repr__`` that raises or recurses are the model's or the caller's doing)."""
+    try:
+        text = repr(value)
+    except (Exception, RecursionError):
+        return f"a {type(value).__name__} that cannot be shown"
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN] + "..."
+
+
 def _accept(value: Any, where: str) -> str | None:
     return None
 
@@ -75,7 +88,12 @@ def compile_schema(schema: Any) -> Validator:
             raise TypeError(f"'enum' must be a list of values, not {type(choices).__name__}")
 
         def in_enum(value: Any, where: str) -> str | None:
-            return None if value in choices else f"{where} must be one of {choices}, got {value!r}"
+            try:
+                if value in choices:
+                    return None
+            except Exception:  # an object whose == raises is no choice of a JSON schema
+                pass
+            return f"{where} must be one of {_shown(choices)}, got {_shown(value)}"
         checks.append(in_enum)
     if "items" in schema:
         item_check = compile_schema(schema["items"])

@@ -152,7 +152,7 @@ class Registry:
         t, arguments = checked
         try:
             if t.is_async:
-                value = asyncio.run(_within(t.timeout, t.fn(**arguments)))
+                value = asyncio.run(_boxed(_within(t.timeout, t.fn(**arguments)))).unbox()
             else:
                 value = t.fn(**arguments)
             text = to_text(value)  # a value that cannot be shown is the tool's failure too
@@ -201,6 +201,34 @@ async def _within(timeout: float | None, work: Awaitable[Any]) -> Any:
     return await (work if timeout is None else Deadline.after(timeout).cut(work))
 
 
+class _Box:
+    """What a private loop's task returns: asyncio's ``Runner`` puts its task's repr, and so the
+    result's, into the SIGINT handler it must remove at the end, and a result whose ``repr``
+    raises would leave that handler installed, failing every later ``asyncio.run``."""
+
+    __slots__ = ("value", "error")
+
+    def __init__(self, value: Any, error: Exception | None = None) -> None:
+        self.value = value
+        self.error = error
+
+    def __repr__(self) -> str:
+        return "<a tool's outcome>"
+
+    def unbox(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+async def _boxed(work: Awaitable[Any]) -> _Box:
+    """``work``'s value or exception (whose repr may raise as well), in a ``_Box``."""
+    try:
+        return _Box(await work)
+    except Exception as exc:
+        return _Box(None, exc)
+
+
 def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
     """What a tool's exception means for the run and what the model is shown of it."""
     if isinstance(exc, FatalToolError):
@@ -229,7 +257,9 @@ def _ask(policy: Policy, call: ToolCall) -> str | None:
     """The policy's verdict on a call: ``None`` to allow, else the reason it is denied."""
     try:
         verdict = policy(call)
-    except Exception as exc:  # fail closed: a broken guardrail must not wave calls through
+    except (Exception, asyncio.CancelledError) as exc:  # fail closed: a broken guardrail must not wave calls through
+        if isinstance(exc, asyncio.CancelledError) and being_cancelled():  # the run itself is cancelled
+            raise
         return f"the policy failed ({error_type(exc)}), so the call was not run"
     if verdict is None or isinstance(verdict, str):
         return verdict
