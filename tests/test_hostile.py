@@ -18,6 +18,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from sample_tools import no_refunds, refund, search_help
+from tracedagent._core import _names as N
 from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, ToolError, Usage, tool
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
@@ -128,7 +129,7 @@ def test_whatever_the_model_returns_the_run_returns_and_the_encoded_trace_accoun
         for value in span["attributes"].values():
             for text in value if isinstance(value, list) else [value]:
                 if isinstance(text, str):
-                    assert len(text) <= 4096 + 64
+                    assert len(text) <= N.DEFAULT_CONTENT_MAX_LENGTH + 64
 
 
 def test_a_surrogate_in_one_name_does_not_erase_the_denied_refund():

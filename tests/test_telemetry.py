@@ -268,9 +268,10 @@ def test_content_capture_is_opt_in_and_bounded(rec, monkeypatch):
     assert "find it" in chat["gen_ai.input.messages"]
     assert "search_help" in chat["gen_ai.output.messages"]
     tool_span = view.tool_spans[0].attributes
-    assert tool_span["gen_ai.tool.call.arguments"].startswith('{"q": "zzz')
-    assert len(tool_span["gen_ai.tool.call.arguments"]) <= 200
-    assert tool_span["gen_ai.tool.call.result"].endswith("...[truncated]")
+    arguments = tool_span["gen_ai.tool.call.arguments"]
+    assert len(arguments) <= 200 and json.loads(arguments)["q"].startswith("zzz")  # cut inside, still JSON
+    assert len(tool_span["gen_ai.tool.call.result"]) <= 200
+    assert list(tool_span["tracedagent.content.truncated"]) == ["gen_ai.tool.call.arguments", "gen_ai.tool.call.result"]
 
 
 def test_agent_argument_overrides_the_environment(rec, monkeypatch):

@@ -206,6 +206,10 @@ so recording them verbatim would let a model (or an injection) explode metric ca
 # --- Environment variables ---------------------------------------------------------
 ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENV_CONTENT_MAX_LENGTH = "TRACEDAGENT_CONTENT_MAX_LENGTH"
+ENV_ATTRIBUTE_VALUE_LENGTH_LIMIT = _sdk_env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT
+ENV_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = _sdk_env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT
+"""The SDK cuts every string attribute at these (the span one first): captured content is cut
+to fit inside them, so that the SDK's cut never breaks its JSON."""
 # The standard variables ``configure()`` reads itself (endpoints, protocols, timeouts,
 # compression and whether gRPC uses TLS are resolved here and passed to the exporters).
 # Others it leaves to the SDK, which reads them on its own: OTEL_BSP_*,
@@ -262,14 +266,23 @@ EXPORT_PROBE_TIMEOUT = 1.0
 the empty export that tells what happened (once per outage)."""
 
 # --- Bounds ------------------------------------------------------------------------
-DEFAULT_CONTENT_MAX_LENGTH = 4096
-"""Captured content (when opted in) is truncated to this many characters per attribute."""
+DEFAULT_CONTENT_MAX_LENGTH = 32768
+"""Captured content (when opted in) is cut to this many characters per attribute, inside its
+JSON. Measured (docs/benchmarks.md): every demo run replays at it, the call flood's 200-call
+turn (about 15,000 characters) and a 20 KB model turn included; 4096 cut the call flood."""
 MAX_NAME_LENGTH = 128
 """Model-chosen strings (tool names, call ids) are truncated to this length in telemetry."""
 MAX_LIST_ITEMS = 256
 """Tool-name arrays on spans keep at most this many entries."""
 TRUNCATION_MARK = "...[truncated]"
-"""Ends every string tracedagent had to cut, so that a reader (and replay) can tell."""
+"""Ends a name or a status description tracedagent had to cut (captured content is cut inside
+its JSON instead, and says so with ``CONTENT_TRUNCATED``)."""
+CONTENT_TRUNCATED = "tracedagent.content.truncated"
+"""On a span with captured content: the names of its content attributes that were cut at the
+capture limit (still JSON; replay refuses what it lists)."""
+CONTENT_OMITTED_PART = "omitted"
+"""The type of the message part standing for content left out at the capture limit (its
+``count`` says how many messages)."""
 TOO_DEEP_MARK = "[content nested too deeply to serialise]"
 MAX_DESCRIPTION_LENGTH = 1024
 """A span status description (a stopped run's output sentence) is truncated to this length."""

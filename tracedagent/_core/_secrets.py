@@ -10,7 +10,7 @@ only safe place to stop it is where the text is shown. Every caller uses the one
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
 __all__ = ["MIN_SECRET_LENGTH", "MASK", "redact", "Redactor", "DEFAULT_PATTERNS"]
 
@@ -36,12 +36,23 @@ def redact(text: str, secrets: Iterable[str | None], *, min_length: int = MIN_SE
 
 
 _SECRET_NAMES = ("api_key", "apikey", "api-key", "access_token", "password", "passwd", "pwd", "client_secret",
-                 "aws_secret_access_key")
-_KEYISH = re.compile(r"(?i)(api[_-]?key|secret|passw(or)?d|token|authorization|credential)")
+                 "aws_secret_access_key", "passphrase", "private_key", "db_pass", "db_password")
+_KEY_WORDS = r"api[_-]?key|secret|passw(?:or)?d|passphrase|token|authorization|credential|private[_-]?key"
+_KEYISH = re.compile(rf"(?i)(?:{_KEY_WORDS})|(?:^|[_.-])(?:pwd|pass|auth)$")
+"""A mapping key that names a secret: one containing a secret's word (``db_password``,
+``x-api-key``), or ending in a short one (``pwd``, ``db_pass``, ``auth``; not ``author``)."""
+_JSON_SECRET = re.compile(r'("([^"\\\n]{1,64})"\s*:\s*)("(?:[^"\\]|\\.)*"?|-?[0-9][0-9.eE+-]*|true|false)')
+"""A secret-named key's value in JSON *text* (a tool result that is JSON, arguments sent as a
+malformed string, JSON cut short): a string - to the end of the text when its closing quote
+was cut off - or a number."""
+_AWS_SECRET = r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bsk-[A-Za-z0-9_\-]{16,}",                      # OpenAI, Anthropic (sk-ant-...) keys
     r"\bAKIA[0-9A-Z]{16}\b",                          # AWS access key ids
+    _AWS_SECRET,                                      # AWS secret access keys: 40 of base64's characters,
+                                                      # upper and lower case and digits (not a hex digest)
     r"\bgh[pousr]_[A-Za-z0-9]{30,}",                  # GitHub tokens
+    r"\bgithub_pat_[A-Za-z0-9_]{22,}",                # GitHub fine-grained tokens
     r"\bxox[baprs]-[A-Za-z0-9-]{10,}",                # Slack tokens
     r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",  # JWTs
     r"(?i:(?<=bearer )|(?<=authorization: basic ))[A-Za-z0-9._~+/=-]{8,}",  # "Bearer <token>", Basic credentials
@@ -51,9 +62,11 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     r"(?i:" + "|".join([f"(?<={name}{sep})" for name in _SECRET_NAMES + ("token", "secret") for sep in ("=", " = ")]
                        + [f"(?<={name}: )" for name in _SECRET_NAMES]) + r")[^&\s\"',;]+",
 )
-"""Credential shapes the default ``Redactor`` blanks: provider API keys, cloud and chat
-tokens, JWTs, bearer tokens and Basic credentials, passwords in URLs, and values given by a
-secret's name (``password=...``, ``API_KEY=...``, ``aws_secret_access_key = ...``)."""
+"""Credential shapes the default ``Redactor`` blanks: provider API keys, AWS access key ids and
+secret access keys, cloud, GitHub and chat tokens, JWTs, bearer tokens and Basic credentials,
+passwords in URLs, and values given by a secret's name (``password=...``, ``API_KEY=...``,
+``aws_secret_access_key = ...``). Beside these, every ``Redactor`` blanks a secret-named key's
+value in JSON text (``"password": "..."``), and in captured structures whatever such a key holds."""
 
 
 class Redactor:
@@ -68,15 +81,100 @@ class Redactor:
 
     def __init__(self, patterns: Iterable[str] = DEFAULT_PATTERNS) -> None:
         self.patterns = tuple(patterns)
-        self._pattern = re.compile("|".join(f"(?:{p})" for p in self.patterns)) if self.patterns else None
+        self._passes = [_FAST.get(p) or _Pass(p) for p in self.patterns]
 
     def extend(self, *patterns: str) -> Redactor:
         return Redactor((*self.patterns, *patterns))
 
     def __call__(self, text: str) -> str:
-        return text if self._pattern is None else self._pattern.sub(MASK, text)
+        lowered = text.lower()
+        for one in self._passes:
+            # One pass per pattern, run only where its literal occurs: most text holds no
+            # "sk-" or "password", and a regex of many alternatives is slow on every character.
+            if not one.guard or any(literal in lowered for literal in one.guard):
+                text = one(text)
+                lowered = text.lower() if one.guard else lowered
+        if '":' in text or '" :' in text:
+            text = _JSON_SECRET.sub(_json_masked, text)
+        return text
 
     @staticmethod
     def names_a_secret(key: str) -> bool:
         """Whether a mapping key says its value is a credential."""
         return bool(_KEYISH.search(key))
+
+
+def _json_masked(match: re.Match[str]) -> str:
+    return f'{match.group(1)}"{MASK}"'
+
+
+class _Pass:
+    """One pattern of a ``Redactor``, with the literals (lower case) one of which it needs."""
+
+    def __init__(self, pattern: str, guard: tuple[str, ...] = (), regex: str | None = None,
+                 replacement: Any = MASK) -> None:
+        self.guard = guard
+        self._regex = re.compile(regex or pattern)
+        self._replacement = replacement
+
+    def __call__(self, text: str) -> str:
+        return self._regex.sub(self._replacement, text)
+
+
+def _aws_secret(match: re.Match[str]) -> str:
+    value = match.group(0)
+    mixed = any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
+    return MASK if mixed else value
+
+
+_NAMED_VALUE = re.compile(r"[^&\s\"',;]+")
+_EQUALS_NAMES = tuple(dict.fromkeys(_SECRET_NAMES + ("token", "secret")))
+
+
+class _NamedValues(_Pass):
+    """``DEFAULT_PATTERNS[9]`` (a value after ``password=``, ``API_KEY = ``, ``pwd: ``...) found
+    from the names forward: its 42 lookbehinds would run at every character."""
+
+    def __call__(self, text: str) -> str:
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a character whose lower case is longer: positions differ
+            return _Pass.__call__(self, text)
+        cuts: list[tuple[int, int]] = []
+        for name in _EQUALS_NAMES:
+            at = lowered.find(name)
+            while at >= 0:
+                end = at + len(name)
+                for sep in ("=", " = ", ": "):
+                    if lowered.startswith(sep, end) and (sep != ": " or name in _SECRET_NAMES):
+                        value = _NAMED_VALUE.match(text, end + len(sep))
+                        if value is not None:
+                            cuts.append(value.span())
+                        break
+                at = lowered.find(name, at + 1)
+        if not cuts:
+            return text
+        out, last = [], 0
+        for start, stop in sorted(cuts):
+            if start >= last:
+                out += (text[last:start], MASK)
+                last = stop
+        return "".join(out) + text[last:]
+
+
+_FAST: dict[str, _Pass] = {
+    # A default pattern as it runs: guarded by its literals, and where its own lookarounds would
+    # run at every character, an equivalent that does not.
+    DEFAULT_PATTERNS[0]: _Pass(DEFAULT_PATTERNS[0], ("sk-",)),
+    DEFAULT_PATTERNS[1]: _Pass(DEFAULT_PATTERNS[1], ("akia",)),
+    _AWS_SECRET: _Pass(_AWS_SECRET, (), r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", _aws_secret),
+    DEFAULT_PATTERNS[3]: _Pass(DEFAULT_PATTERNS[3], ("gh",)),
+    DEFAULT_PATTERNS[4]: _Pass(DEFAULT_PATTERNS[4], ("github_pat_",)),
+    DEFAULT_PATTERNS[5]: _Pass(DEFAULT_PATTERNS[5], ("xox",)),
+    DEFAULT_PATTERNS[6]: _Pass(DEFAULT_PATTERNS[6], ("eyj",)),
+    DEFAULT_PATTERNS[7]: _Pass(DEFAULT_PATTERNS[7], ("bearer ", "basic ")),
+    DEFAULT_PATTERNS[8]: _Pass(DEFAULT_PATTERNS[8], ("://",)),
+    DEFAULT_PATTERNS[9]: _NamedValues(DEFAULT_PATTERNS[9], _EQUALS_NAMES),
+}
+
+def _json_masked(match: re.Match[str]) -> str:
+    return f'{match.group(1)}"{MASK}"' if _KEYISH.search(match.group(2)) else match.group(0)

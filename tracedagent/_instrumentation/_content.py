@@ -1,30 +1,49 @@
 """Captured content (only with the user's opt-in): the GenAI conventions' JSON shapes, redacted,
-bounded, and marked when cut.
+bounded, and still JSON when cut.
 
-Every string passes through the agent's redactor before it is serialised, and a structure
-nested deeper than a model could mean is cut with a marker rather than crashing the encoder.
 The shapes are those of ``gen_ai.input.messages``, ``gen_ai.output.messages`` and
 ``gen_ai.system_instructions``: messages of typed parts (``text``, ``tool_call``,
-``tool_call_response``), which is also what replay reads back.
+``tool_call_response``), which is also what replay reads back. Each attribute is at most
+``limit`` characters. What does not fit is cut *inside* the structure - long strings are
+shortened, a conversation's middle messages are replaced by one ``omitted`` part saying how
+many - and the result is serialised again, so a reader still parses it; the span's
+``tracedagent.content.truncated`` lists the attributes that were cut (a fact, not a string
+ending that a reader must recognise).
+
+Capture costs time in proportion to what it records, not to what a tool returned: every
+string is cut to about its share of the limit *before* the redactor reads it (with a margin, so
+that a secret straddling the cut is still recognised whole), and a structure is walked only as
+far as the limit can hold.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Callable, Mapping
 
 from .._core import _names as N
 from .._core._records import Completion, Message
 from .._core._secrets import MASK, Redactor
 
-__all__ = ["ContentCapture", "encodable", "truncate", "is_truncated"]
+__all__ = ["ContentCapture", "encodable", "truncate"]
 
 _MAX_DEPTH = 32
 """Nesting kept in captured structures; deeper levels become ``N.TOO_DEEP_MARK``."""
+_MARGIN = 256
+"""Characters past a cut that the redactor still reads, so that a secret the cut would split is
+blanked whole (the credential shapes it knows are shorter)."""
+_MIN_SHARE = 256
+"""Each message kept in a conversation that does not fit is given at least this share of the
+limit: the oldest messages after the first are left out to make room."""
+_MAX_KEY = 128
+"""A mapping key is cut to this many characters."""
+_ATTEMPTS = 4
 
 
 def truncate(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, ending with ``N.TRUNCATION_MARK`` when it was cut."""
+    """``text`` cut to ``limit`` characters, ending with ``N.TRUNCATION_MARK`` when it was cut
+    (for names and descriptions, which are not JSON)."""
     return text if len(text) <= limit else text[: limit - len(N.TRUNCATION_MARK)] + N.TRUNCATION_MARK
 
 
@@ -38,81 +57,222 @@ def encodable(text: str) -> str:
     return text.translate(_SURROGATES)
 
 
+class _Leaf:
+    """A string of captured content, kept raw until the fit decides how much of it to show."""
+
+    __slots__ = ("raw", "json_text", "shown", "cut")
+
+    def __init__(self, raw: str, json_text: bool = False) -> None:
+        self.raw = raw
+        self.json_text = json_text
+        """A tool's result, which may be a JSON object with secret-named values in it."""
+        self.shown = raw
+        self.cut = False
+
+
 class ContentCapture:
-    """Turns loop values into the content attributes' strings for one agent."""
+    """Turns loop values into the content attributes of one agent's spans."""
 
     def __init__(self, redact: Callable[[str], str] | None, limit: int) -> None:
         self.redact = redact if redact is not None else Redactor()
         self.limit = limit
 
-    # --- the shapes ------------------------------------------------------------------------
+    # --- the attributes --------------------------------------------------------------------
 
-    def messages(self, messages: list[Message]) -> tuple[str | None, str]:
-        """``(gen_ai.system_instructions, gen_ai.input.messages)`` for a conversation."""
+    def conversation(self, messages: list[Message]) -> dict[str, Any]:
+        """``gen_ai.system_instructions`` and ``gen_ai.input.messages`` for a conversation."""
         system = [{"type": "text", "content": m.get("content", "")} for m in messages if m.get("role") == "system"]
-        # A tool's result is text, but may be a JSON object with secret-named values in it.
-        rest = [_message({**m, "content": self._redacted_text(m["content"])} if m.get("role") == "tool"
-                         and isinstance(m.get("content"), str) else m)
-                for m in messages if m.get("role") != "system"]
-        return (self.serialise(system) if system else None), self.serialise(rest)
+        rest = [m for m in messages if m.get("role") != "system"]
+        out = _Attributes()
+        if system:
+            out.add(N.GEN_AI_SYSTEM_INSTRUCTIONS, *self._fit(system))
+        out.add(N.GEN_AI_INPUT_MESSAGES, *self._fit_messages(rest))
+        return out.attributes
 
-    def output(self, completion: Completion) -> str:
+    def output(self, completion: Completion) -> dict[str, Any]:
         """``gen_ai.output.messages`` for one model turn."""
         message = _message(completion.as_message())
         message["finish_reason"] = completion.finish_reason or ("tool_call" if completion.tool_calls else "stop")
-        return self.serialise([message])
+        return _Attributes().add(N.GEN_AI_OUTPUT_MESSAGES, *self._fit([message])).attributes
 
-    def arguments(self, arguments: Any) -> str:
+    def arguments(self, arguments: Any) -> dict[str, Any]:
         """``gen_ai.tool.call.arguments``: a JSON object, or the model's raw string when it sent
         malformed JSON (a JSON string, so that replay can tell the two apart)."""
-        return self.serialise(arguments)
+        return _Attributes().add(N.GEN_AI_TOOL_CALL_ARGUMENTS, *self._fit(arguments)).attributes
 
-    def text(self, text: str) -> str:
-        """A plain string (a tool's result), redacted and bounded."""
-        return self._bounded(self._redacted_text(text))
+    def result(self, text: str) -> dict[str, Any]:
+        """``gen_ai.tool.call.result``: a tool's result, a plain string, redacted and bounded."""
+        leaf = _Leaf(text, json_text=True)
+        self._show(leaf, self.limit)
+        return _Attributes().add(N.GEN_AI_TOOL_CALL_RESULT, encodable(leaf.shown), leaf.shown != text).attributes
 
-    def _redacted_text(self, text: str) -> str:
-        """``text`` redacted; a JSON object or array (what a tool returning a dict becomes)
-        also has its secret-named values blanked, as a structure would."""
-        if text[:1] in ("{", "["):
+    # --- fitting -----------------------------------------------------------------------------
+
+    def _fit_messages(self, messages: list[Message]) -> tuple[str, bool]:
+        """A conversation as GenAI messages: the first message and as many of the latest as each
+        get ``_MIN_SHARE`` of the limit, with an ``omitted`` part in place of the rest."""
+        keep = max(2, self.limit // _MIN_SHARE)
+        if len(messages) <= keep:
+            return self._fit([_message(m) for m in messages])
+        shown = [_message(messages[0]), _omitted(messages[1], len(messages) - keep),
+                 *(_message(m) for m in messages[len(messages) - keep + 1:])]
+        return self._fit(shown, cut=True)
+
+    def _fit(self, value: Any, *, cut: bool = False) -> tuple[str, bool]:
+        """``value`` as JSON of at most ``limit`` characters, and whether anything was cut: its
+        strings shortened to a common length (those shorter keep all they have), then, if that
+        is not enough, ever shorter; a structure too large to walk is walked as far as fits."""
+        walk = _Walk(self, self.limit)
+        tree = walk.build(value, 0)
+        cut = cut or walk.cut
+        lengths = sorted(len(leaf.raw) for leaf in walk.leaves)
+        room = self.limit - walk.fixed - 2 * len(lengths)  # every string's quotes
+        share = _share(lengths, room)
+        for _ in range(_ATTEMPTS):
+            for leaf in walk.leaves:
+                self._show(leaf, share)
+            text = _dumps(tree)
+            if len(text) <= self.limit:
+                return encodable(text), cut or any(leaf.cut for leaf in walk.leaves)
+            # escapes (\n, \", \u0000) made it longer than counted: shorten in proportion
+            share = max(0, int(share * self.limit / len(text) * 0.9) - 1)
+        return _dumps([_omitted_part(1)]), True
+
+    def _show(self, leaf: _Leaf, share: int) -> None:
+        """``leaf.shown``: its first ``share`` characters, redacted. The redactor reads at most
+        ``_MARGIN`` characters more than are shown, never the whole string."""
+        raw = leaf.raw
+        whole = len(raw) <= share
+        text = raw if whole else raw[: share + _MARGIN]
+        shown = self._redacted_json(text) if whole and leaf.json_text else self.redact(text)
+        if not whole:
+            shown = shown[:share]
+        leaf.shown = shown
+        leaf.cut = not whole
+
+    def _redacted_json(self, text: str) -> str:
+        """A whole tool result: if it is a JSON object or array (what a tool returning a dict
+        becomes), its secret-named values are blanked as a structure's would be."""
+        if text.lstrip()[:1] in ("{", "["):
             try:
                 parsed = json.loads(text)
             except (ValueError, RecursionError):
                 pass
             else:
-                cleaned = self._clean(parsed, 0)
-                if cleaned != parsed:
+                walk = _Walk(self, math.inf)
+                cleaned = walk.build(parsed, 0)
+                for leaf in walk.leaves:
+                    leaf.shown = self.redact(leaf.raw)
+                if walk.masked or any(leaf.shown != leaf.raw for leaf in walk.leaves):
                     try:
-                        return json.dumps(cleaned, ensure_ascii=False)
+                        return _dumps(cleaned)
                     except (ValueError, RecursionError):
                         pass
         return self.redact(text)
 
-    # --- serialising -----------------------------------------------------------------------
 
-    def serialise(self, value: Any) -> str:
-        try:
-            text = json.dumps(self._clean(value, 0), ensure_ascii=False, default=str)
-        except (TypeError, ValueError, RecursionError):  # keys JSON cannot hold (a custom model's tuples)
-            text = json.dumps(self.redact(_as_text(value)), ensure_ascii=False)
-        return self._bounded(text)
+class _Attributes:
+    """Content attributes and the names of those that were cut."""
 
-    def _bounded(self, text: str) -> str:
-        return encodable(truncate(text, self.limit))
+    def __init__(self) -> None:
+        self.attributes: dict[str, Any] = {}
 
-    def _clean(self, value: Any, depth: int) -> Any:
-        """``value`` with every string redacted, every secret-named value masked, and nothing
-        deeper than ``_MAX_DEPTH``."""
-        if isinstance(value, str):
-            return self.redact(value)
+    def add(self, name: str, text: str, cut: bool) -> _Attributes:
+        self.attributes[name] = text
+        if cut:
+            self.attributes.setdefault(N.CONTENT_TRUNCATED, []).append(name)
+        return self
+
+
+class _Walk:
+    """A captured value as a tree JSON can hold, its strings as ``_Leaf``s; every secret-named
+    value masked; nothing deeper than ``_MAX_DEPTH``; and no more of it than ``budget``
+    characters can show (``cut`` says when some was left out)."""
+
+    def __init__(self, capture: ContentCapture, budget: float) -> None:
+        self.capture = capture
+        self.budget = budget
+        self.leaves: list[_Leaf] = []
+        self.fixed = 0
+        """Characters of everything but the leaves: keys, numbers, punctuation."""
+        self.spent = 0
+        """``fixed`` plus what the leaves may show (each at most ``_MIN_SHARE``): the walk stops
+        adding items to containers once the budget is spent."""
+        self.cut = False
+        self.masked = False
+
+    def _full(self) -> bool:
+        if self.fixed + self.spent >= self.budget:
+            self.cut = True
+        return self.cut
+
+    def build(self, value: Any, depth: int) -> Any:
+        if isinstance(value, (str, _Leaf)):
+            leaf = value if isinstance(value, _Leaf) else _Leaf(value)
+            self.leaves.append(leaf)
+            self.spent += min(len(leaf.raw), _MIN_SHARE)
+            return leaf
+        if isinstance(value, bool) or value is None:
+            self.fixed += 5
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            if abs(value) < 2**63:
+                self.fixed += 20
+                return value
+            return self.build(_as_text(value), depth)  # an int past int64: JSON readers lose it
+        if isinstance(value, float):
+            if math.isfinite(value):
+                self.fixed += 24
+                return value
+            return self.build(repr(value), depth)  # NaN, Infinity: not JSON
         if depth >= _MAX_DEPTH and isinstance(value, (Mapping, list, tuple)):
-            return N.TOO_DEEP_MARK
+            return self.build(N.TOO_DEEP_MARK, depth)
         if isinstance(value, Mapping):
-            return {k: MASK if isinstance(k, str) and Redactor.names_a_secret(k) and _set(v)
-                    else self._clean(v, depth + 1) for k, v in value.items()}
+            out: dict[str, Any] = {}
+            for k, v in value.items():
+                if self._full():
+                    break
+                key = k if isinstance(k, str) else _as_text(k)
+                key = self.capture.redact(key[:_MAX_KEY])
+                self.fixed += len(key) + 6
+                if Redactor.names_a_secret(key) and _set(v):
+                    self.masked = True
+                    out[key] = MASK
+                else:
+                    out[key] = self.build(v, depth + 1)
+            return out
         if isinstance(value, (list, tuple)):
-            return [self._clean(v, depth + 1) for v in value]
-        return value
+            items = []
+            for v in value:
+                if self._full():
+                    break
+                self.fixed += 2
+                items.append(self.build(v, depth + 1))
+            return items
+        return self.build(_as_text(value), depth)  # what JSON cannot hold, as its text
+
+
+def _share(lengths: list[int], room: int) -> int:
+    """The longest a string may be so that all of them (``lengths``, sorted) fit in ``room``:
+    those shorter keep everything, the rest share what is left equally."""
+    room = max(0, room)
+    if sum(lengths) <= room:
+        return lengths[-1] if lengths else 0
+    left = room
+    for i, n in enumerate(lengths):
+        share = left // (len(lengths) - i)
+        if n > share:
+            return share
+        left -= n
+    return lengths[-1]  # pragma: no cover - the sum did not fit
+
+
+def _dumps(tree: Any) -> str:
+    return json.dumps(tree, ensure_ascii=False, default=_shown, allow_nan=False)
+
+
+def _shown(leaf: Any) -> str:
+    return leaf.shown
 
 
 def _set(value: Any) -> bool:
@@ -128,18 +288,24 @@ def _as_text(value: Any) -> str:
         return f"<{type(value).__name__} that cannot be shown>"
 
 
-def is_truncated(text: str) -> bool:
-    """Whether captured content was cut at the capture limit (replay refuses such content)."""
-    return text.endswith(N.TRUNCATION_MARK)
+def _omitted_part(count: int) -> dict[str, Any]:
+    """What stands for content left out at the capture limit: a part saying how much."""
+    return {"type": N.CONTENT_OMITTED_PART, "count": count}
+
+
+def _omitted(first: Message, count: int) -> dict[str, Any]:
+    """The message standing for ``count`` messages left out of a conversation."""
+    return {"role": first.get("role", "user"), "parts": [_omitted_part(count)]}
 
 
 def _message(message: Message) -> dict[str, Any]:
     """One loop message as a GenAI ``ChatMessage`` of typed parts."""
     role = message.get("role", "user")
-    parts: list[dict[str, Any]] = []
+    parts: list[Any] = []
     if role == "tool":
+        content = message.get("content", "")
         parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"),
-                      "response": message.get("content", "")})
+                      "response": _Leaf(content, json_text=True) if isinstance(content, str) else content})
         return {"role": "tool", "parts": parts, **({"name": message["name"]} if message.get("name") else {})}
     if message.get("content"):
         parts.append({"type": "text", "content": message["content"]})

@@ -20,7 +20,6 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._deadline import DeadlineExceeded
-from ._content import ContentCapture
 from .._core._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
 from .._core._run import Run, Step, ToolNames
 from ._status import answer_message, chat_failure, tool_failure, tool_interrupted
@@ -38,11 +37,6 @@ def failure_kind(exc: BaseException) -> str:
     if isinstance(exc, DeadlineExceeded):
         return N.ERROR_TIMEOUT
     return error_type(exc)
-
-
-def _conversation_attributes(capture: ContentCapture, messages: list[Message]) -> dict[str, str]:
-    system, rest = capture.messages(messages)
-    return {N.GEN_AI_INPUT_MESSAGES: rest, **({N.GEN_AI_SYSTEM_INSTRUCTIONS: system} if system else {})}
 
 
 class _Scope:
@@ -128,7 +122,7 @@ class RunScope(_Scope):
             attributes[N.GEN_AI_CONVERSATION_ID] = bounded(conversation_id)
         if telemetry.capture is not None:
             with guard("capturing the task"):
-                attributes.update(_conversation_attributes(telemetry.capture, messages))
+                attributes.update(telemetry.capture.conversation(messages))
         _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
         self._t = telemetry
         self._step: StepScope | None = None
@@ -179,7 +173,7 @@ class RunScope(_Scope):
                     **({N.COST_USD: run.own_cost, N.TOTAL_COST_USD: run.cost} if self._priced else {}),
                     **tool_list_attributes(*run.tool_names())})
                 if self._t.capture is not None:  # the answer, where the run's GenAI tab shows it
-                    self.span.set_attribute(N.GEN_AI_OUTPUT_MESSAGES, self._t.capture.serialise(answer_message(run)))
+                    self.span.set_attributes(self._t.capture.answer(answer_message(run)))
                 if not run.ok:  # every stopped run has its stop event in one place, whatever the reason
                     self.span.add_event(N.STOP_EVENT, {N.STOP_REASON: run.stop.value, N.STEP_INDEX: run.step_count - 1})
         if run.ok:
@@ -249,7 +243,7 @@ class StepScope(_Scope):
 class ChatScope(_Scope):
     """The ``chat`` span of one model call, and the GenAI client metrics."""
 
-    __slots__ = ("_t", "_started")
+    __slots__ = ("_t", "_started", "_cut")
     doing = "ending a chat span"
 
     def __init__(self, telemetry: AgentTelemetry, messages: list[Message],
@@ -263,10 +257,14 @@ class ChatScope(_Scope):
                 attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
         _Scope.__init__(self, telemetry, telemetry.chat_span_name, SpanKind.CLIENT, attributes)
         self._t = telemetry
+        self._cut: list[str] = []
+        """Content attributes cut at the capture limit, with the output's when it comes."""
         if telemetry.capture is not None:
             with guard("capturing input messages"):
                 if self.recording:
-                    self.span.set_attributes(_conversation_attributes(telemetry.capture, messages))
+                    captured = telemetry.capture.conversation(messages)
+                    self._cut = captured.get(N.CONTENT_TRUNCATED, [])
+                    self.span.set_attributes(captured)
         self._started = time.perf_counter() if telemetry.metrics_on else 0.0  # duration: a metric only
 
     def end(self, completion: Completion) -> None:
@@ -314,31 +312,40 @@ class ChatScope(_Scope):
         if usage.cache_creation_input_tokens:
             attributes[N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
         if self._t.capture is not None:
-            attributes[N.GEN_AI_OUTPUT_MESSAGES] = self._t.capture.output(completion)
+            attributes.update(self._t.capture.output(completion))
+            if self._cut:
+                attributes[N.CONTENT_TRUNCATED] = self._cut + attributes.get(N.CONTENT_TRUNCATED, [])
         return attributes
 
 
 class ToolScope(_Scope):
     """The ``execute_tool`` span of one dispatched call, and the tool-call counter."""
 
-    __slots__ = ("_t", "_labels")
+    __slots__ = ("_t", "_labels", "_cut")
     doing = "ending a tool span"
 
     def __init__(self, telemetry: AgentTelemetry, call: ToolCall, known: bool) -> None:
         span_name, attributes, self._labels = telemetry.tool_parts(call.name, known)
         _Scope.__init__(self, telemetry, span_name, SpanKind.INTERNAL, {**attributes, N.GEN_AI_TOOL_CALL_ID: bounded(call.id)})
         self._t = telemetry
+        self._cut: list[str] = []
+        """Content attributes cut at the capture limit, with the result's when it comes."""
         if telemetry.capture is not None:
             with guard("capturing tool arguments"):
                 if self.recording:
-                    self.span.set_attribute(N.GEN_AI_TOOL_CALL_ARGUMENTS, telemetry.capture.arguments(call.arguments))
+                    captured = telemetry.capture.arguments(call.arguments)
+                    self._cut = captured.get(N.CONTENT_TRUNCATED, [])
+                    self.span.set_attributes(captured)
 
     def end(self, result: ToolResult) -> None:
         outcome = result.outcome.value
         try:
             self.span.set_attribute(N.TOOL_OUTCOME, outcome)
             if self._t.capture is not None and self.recording:
-                self.span.set_attribute(N.GEN_AI_TOOL_CALL_RESULT, self._t.capture.text(result.content))
+                captured = self._t.capture.result(result.content)
+                if self._cut:
+                    captured[N.CONTENT_TRUNCATED] = self._cut + captured.get(N.CONTENT_TRUNCATED, [])
+                self.span.set_attributes(captured)
         except Exception as exc:
             report(self.doing, exc)
         if result.ok:

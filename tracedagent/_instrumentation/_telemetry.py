@@ -68,10 +68,19 @@ def capture_content_from_env() -> bool:
 
 
 def _content_limit_from_env() -> int:
+    """``TRACEDAGENT_CONTENT_MAX_LENGTH`` (else the default), lowered to the SDK's own attribute
+    length limit if one is set, which would otherwise cut the JSON in the middle."""
+    limit = _int_from_env(N.ENV_CONTENT_MAX_LENGTH) or N.DEFAULT_CONTENT_MAX_LENGTH
+    sdk = _int_from_env(N.ENV_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT) or _int_from_env(N.ENV_ATTRIBUTE_VALUE_LENGTH_LIMIT)
+    return max(16, min(limit, sdk) if sdk else limit)
+
+
+def _int_from_env(name: str) -> int | None:
     try:
-        return max(16, int(os.environ.get(N.ENV_CONTENT_MAX_LENGTH, N.DEFAULT_CONTENT_MAX_LENGTH)))
+        value = int(os.environ.get(name, ""))
     except ValueError:
-        return N.DEFAULT_CONTENT_MAX_LENGTH
+        return None
+    return value if value > 0 else None
 
 
 _SURROGATES_AND_CONTROLS = {**dict.fromkeys(range(0xD800, 0xE000), "\ufffd"),

@@ -23,7 +23,6 @@ from typing import Any, Mapping, Sequence
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
-from .._instrumentation._content import is_truncated
 from ._otlp_json import parse_json
 from .._core._records import Message, ToolOutcome
 from .._core._run import DEADLINE_CUT_RESULT
@@ -301,7 +300,7 @@ class _Reader:
                 raise ReplayError(f"{self.source}: {what} was not captured: record the run with content capture on "
                                   f"(Agent(capture_content=True) or {N.ENV_CAPTURE_CONTENT}=true)")
             return None
-        text = self.text(raw, what)
+        text = self.text(raw, what, attributes, name)
         try:
             value = parse_json(text) if text is not None else None
             if value is not None and not _captured_list(value):
@@ -312,10 +311,11 @@ class _Reader:
                 raise ReplayError(f"{self.source}: {what} is not the JSON tracedagent captures ({name})") from None
             return None
 
-    def text(self, raw: Any, what: str) -> str | None:
+    def text(self, raw: Any, what: str, attributes: Mapping[str, Any], name: str) -> str | None:
+        """``raw`` if it is a string, refused if the span says it was cut (``tracedagent.content.truncated``)."""
         if not isinstance(raw, str):
             return None
-        if is_truncated(raw) and self.require:
+        if self.require and name in string_list(attributes.get(N.CONTENT_TRUNCATED)):
             raise ReplayError(f"{self.source}: {what} was cut at the capture limit; record the run again with "
                               f"{N.ENV_CONTENT_MAX_LENGTH} raised (default {N.DEFAULT_CONTENT_MAX_LENGTH} characters)")
         return raw
@@ -362,7 +362,8 @@ class _Reader:
             t = span.attributes
             call.outcome = str(t.get(N.TOOL_OUTCOME, ToolOutcome.ERROR.value))
             call.error_type = str_or_none(t.get(N.ERROR_TYPE)) if t.get(N.ERROR_TYPE) != call.outcome else None
-            call.result = self.text(t.get(N.GEN_AI_TOOL_CALL_RESULT), f"a result of {call.name} in step {index}")
+            call.result = self.text(t.get(N.GEN_AI_TOOL_CALL_RESULT), f"a result of {call.name} in step {index}",
+                                    t, N.GEN_AI_TOOL_CALL_RESULT)
             if call.result is None and self.require:
                 raise ReplayError(f"{self.source}: the result of {call.name} in step {index} was not captured: record "
                                   f"the run with content capture on ({N.ENV_CAPTURE_CONTENT}=true)")

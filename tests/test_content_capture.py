@@ -1,0 +1,185 @@
+"""Captured content: bounded by what it records, still JSON when cut, and no secret survives.
+
+Issue #30 items 2 and 3, and #31 item 1. The cost tests count the characters the redactor is
+handed (a deterministic stand-in for time: before, it read the whole 20 MB); the secret tests
+ship the spans through the real OTLP protobuf encoder and look for the secret's bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+from tracedagent import Agent, Completion, Redactor, ToolCall, tool
+from tracedagent._core import _names as N
+from tracedagent.testing import FakeModel, Recorder, Replay, tool_call
+
+LIMIT = N.DEFAULT_CONTENT_MAX_LENGTH
+CONTENT = (N.GEN_AI_INPUT_MESSAGES, N.GEN_AI_OUTPUT_MESSAGES, N.GEN_AI_SYSTEM_INSTRUCTIONS,
+           N.GEN_AI_TOOL_CALL_ARGUMENTS)
+
+
+class Counting(Redactor):
+    """The default redactor, counting the characters it reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read = 0
+
+    def __call__(self, text: str) -> str:
+        self.read += len(text)
+        return super().__call__(text)
+
+
+def big_result_agent(size: int, rec: Recorder, redact: Redactor, **options: Any) -> Agent:
+    @tool
+    def dump(table: str) -> str:
+        """Dumps a table."""
+        return "row,value\n" * (size // 10)
+
+    return Agent(FakeModel([tool_call("dump", {"table": "t"}), "done"]), [dump], capture_content=True,
+                 redact=redact, **rec.providers, **options)
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_a_20_mb_result_costs_the_redactor_what_the_span_keeps_not_what_the_tool_returned(driver):
+    rec, redact = Recorder(), Counting()
+    agent = big_result_agent(20_000_000, rec, redact)
+    run = agent.run("go") if driver == "run" else asyncio.run(agent.arun("go"))
+    assert run.ok
+    # the result's span, the second chat span's input, the run: each reads about one limit's worth
+    assert redact.read < 8 * LIMIT, redact.read
+    [tool_span] = [s for s in rec.spans() if s.name.startswith("execute_tool")]
+    assert len(tool_span.attributes[N.GEN_AI_TOOL_CALL_RESULT]) == LIMIT
+    assert list(tool_span.attributes[N.CONTENT_TRUNCATED]) == [N.GEN_AI_TOOL_CALL_RESULT]
+
+
+def test_ten_megabytes_of_arguments_cost_what_is_kept():
+    rec, redact = Recorder(), Counting()
+    calls = [ToolCall("a", "take", {"blob": "x" * 10_000_000}),
+             ToolCall("b", "take", {f"k{i}": i for i in range(1_000_000)}),
+             ToolCall("c", "take", '{"blob": "' + "y" * 10_000_000)]
+
+    @tool
+    def take(**kwargs: Any) -> str:
+        """Takes anything."""
+        return "ok"
+
+    model = FakeModel([Completion(tool_calls=calls), "done"])
+    run = Agent(model, [take], capture_content=True, redact=redact, **rec.providers).run("go")
+    assert run.ok
+    assert redact.read < 20 * LIMIT, redact.read
+    for span in rec.spans():
+        for name in CONTENT:
+            if name in span.attributes:
+                assert len(span.attributes[name]) <= LIMIT
+                json.loads(span.attributes[name])  # cut inside, still JSON
+
+
+def test_cut_content_stays_json_and_the_span_says_what_was_cut(monkeypatch):
+    monkeypatch.setenv(N.ENV_CONTENT_MAX_LENGTH, "2000")
+    rec = Recorder()
+
+    @tool
+    def lookup(n: int) -> str:
+        """Looks a thing up."""
+        return f"thing {n}: " + "detail " * 100
+
+    turns = [tool_call("lookup", {"n": i}) for i in range(8)] + ["x" * 5000]
+    agent = Agent(FakeModel(turns), [lookup], system_prompt="be brief", capture_content=True, **rec.providers)
+    assert agent.run("look everything up").ok
+    chats = [s for s in rec.spans() if s.name.startswith("chat")]
+    last = chats[-1].attributes
+    messages = json.loads(last[N.GEN_AI_INPUT_MESSAGES])
+    assert len(last[N.GEN_AI_INPUT_MESSAGES]) <= 2000
+    assert messages[0]["parts"][0]["content"] == "look everything up"  # the task is kept
+    [omitted] = [m for m in messages if m["parts"] and m["parts"][0]["type"] == N.CONTENT_OMITTED_PART]
+    assert omitted["parts"][0]["count"] > 0
+    assert messages[-1]["role"] == "tool"  # the latest message is kept
+    output = json.loads(last[N.GEN_AI_OUTPUT_MESSAGES])
+    assert output[0]["parts"][0]["content"].startswith("xxx")  # the turn, cut inside its part
+    assert set(last[N.CONTENT_TRUNCATED]) == {N.GEN_AI_INPUT_MESSAGES, N.GEN_AI_OUTPUT_MESSAGES}
+    assert N.CONTENT_TRUNCATED not in chats[0].attributes  # nothing of the first call was cut
+    for span in rec.spans():
+        for name in CONTENT:
+            if name in span.attributes:
+                json.loads(span.attributes[name])
+                assert not span.attributes[name].endswith(N.TRUNCATION_MARK)
+
+
+@pytest.mark.parametrize("variable", [N.ENV_ATTRIBUTE_VALUE_LENGTH_LIMIT, N.ENV_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT])
+def test_the_sdks_attribute_limit_lowers_the_capture_limit_so_its_cut_never_splits_json(monkeypatch, variable):
+    monkeypatch.setenv(variable, "300")
+    rec = Recorder()
+    Agent(FakeModel(["y" * 1000]), capture_content=True, **rec.providers).run("z" * 1000)
+    [chat] = [s for s in rec.spans() if s.name.startswith("chat")]
+    for name in (N.GEN_AI_INPUT_MESSAGES, N.GEN_AI_OUTPUT_MESSAGES):
+        assert len(chat.attributes[name]) <= 300 and json.loads(chat.attributes[name])
+
+
+def test_a_20_kb_turn_replays_at_the_default_limit(tmp_path):
+    from test_replay import record
+
+    turn = "A long answer. " * 1400  # 21,000 characters
+    path = tmp_path / "long.otlp.json"
+
+    @tool
+    def lookup(q: str) -> str:
+        """Looks up."""
+        return "found: " + "z" * 20_000
+
+    [run] = record(path, [(lambda tp: Agent(FakeModel([tool_call("lookup", {"q": "w" * 20_000}), turn]), [lookup],
+                                            capture_content=True, tracer_provider=tp),
+                           lambda agent: agent.run("write at length"))])
+    replay = Replay.from_file(path, run.trace_id)
+    replayed = replay.run()
+    assert replayed.output == turn == run.output
+    replay.check(replayed)
+
+
+# --- secrets ------------------------------------------------------------------------------------
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+SECRETS = {
+    "aws-bare": (AWS_SECRET, f"the key is {AWS_SECRET} - keep it safe"),
+    "github-pat": ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
+                   "token github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD"),
+    **{f"json-{key}": ("Tr0ub4dor-and-3", f'{{"user": "svc", "{key}": "Tr0ub4dor-and-3"}}')
+       for key in ("password", "aws_secret_access_key", "pwd", "db_pass", "passphrase", "private_key", "auth")},
+    "json-number": ("48151623", '{"user": "svc", "pwd": 48151623}'),
+}
+"""A secret, and a text that carries it."""
+
+
+def _placements(text: str) -> dict[str, Any]:
+    """Where a text can travel: the task, a tool's result as it is, after a space or a newline,
+    and cut short (a JSON string whose end is gone); arguments as an object and as a malformed
+    raw string."""
+    return {"task": text, "result": text, "result-space": " " + text, "result-newline": "\n" + text,
+            "result-cut-short": text[: text.rfind('"') if text.endswith('}') else len(text)],
+            "raw-arguments": text.rstrip("}") + ",}" if text.startswith("{") else text,
+            "object-arguments": json.loads(text) if text.startswith("{") else {"note": text}}
+
+
+@pytest.mark.parametrize("kind", sorted(SECRETS))
+@pytest.mark.parametrize("where", sorted(_placements("{}")))
+def test_a_secret_never_reaches_the_wire_with_capture_on(kind, where):
+    secret, text = SECRETS[kind]
+    placed = _placements(text)[where]
+
+    @tool
+    def fetch(**kwargs: Any) -> str:
+        """Fetches."""
+        return placed if where.startswith("result") else "ok"
+
+    arguments = placed if where.endswith("arguments") else {}
+    model = FakeModel([Completion(tool_calls=[ToolCall("c", "fetch", arguments)]), "done"])
+    rec = Recorder()
+    Agent(model, [fetch], capture_content=True, **rec.providers).run(placed if where == "task" else "go")
+    wire = encode_spans(rec.spans()).SerializeToString()
+    assert secret.encode() not in wire
+    assert b"svc" in wire or "svc" not in text  # what is not a secret stays
