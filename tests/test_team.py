@@ -249,3 +249,29 @@ async def test_a_sub_agent_out_of_the_time_it_inherited_ends_itself_and_counts_i
     chat_input = sum(s.attributes.get("gen_ai.usage.input_tokens", 0) for s in rec.spans()
                      if s.name.startswith("chat "))
     assert run.input_tokens == chat_input, "every completed model call of the team is in the lead's total"
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_a_sub_agent_with_nothing_left_does_not_call_the_model(rec, driver):
+    """Three sub-agents one after another under a 5,000-token team budget: once the first two
+    have spent it, the third stops before its first model call (it made one, 42 % over)."""
+    models = {name: FakeModel([Completion(text=f"{name} done", usage=Usage(2900, 100))]) for name in "abc"}
+    workers = [Agent(models[name], name=name, **rec.providers) for name in "abc"]
+    lead = Agent(FakeModel([Completion(tool_calls=[ToolCall(n, n, {"task": "work"}) for n in "abc"],
+                                       usage=Usage(90, 10)), "done"]),
+                 [w.as_tool(description="Works.") for w in workers], name="lead",
+                 budget=Budget(max_tokens=5000), parallel_tool_calls=False, **rec.providers)
+    run = drive(lead, driver)
+    assert run.stop is Stop.TOKEN_BUDGET
+    assert [m.call_count for m in models.values()] == [1, 1, 0]
+    [third] = [r for r in run.sub_runs if r.output.startswith("Stopped: nothing was left")]
+    assert third.stop is Stop.TOKEN_BUDGET and third.step_count == 0 and third.total_tokens == 0
+    assert run.total_tokens == 100 + 2 * 3000  # the lead's turn and two calls: one call past the budget at most
+    assert not [s for s in rec.spans() if s.name.startswith("chat") and s.attributes.get("gen_ai.agent.name") == "c"]
+
+
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_a_run_that_spent_its_whole_budget_makes_no_further_call(rec, driver):
+    model = FakeModel([Completion(tool_calls=[ToolCall("s", "search", {"q": "x"})], usage=Usage(900, 100)), "more"])
+    run = drive(Agent(model, [search], budget=Budget(max_tokens=1000), **rec.providers), driver)
+    assert run.stop is Stop.TOKEN_BUDGET and model.call_count == 1 and run.total_tokens == 1000

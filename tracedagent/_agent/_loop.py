@@ -170,7 +170,7 @@ class Agent:
     def _loop(self, state: RunState, traced: RunScope) -> Run:
         tools = self._registry.schemas() or None  # no tools: None, not []
         for i in range(state.budget.max_steps):
-            if stopped := state.out_of_time():
+            if stopped := state.before_call():  # time, and anything left to spend
                 return stopped
             traced.start_step(i)
             # 1. call the model with the whole conversation
@@ -200,7 +200,7 @@ class Agent:
     async def _aloop(self, state: RunState, traced: RunScope) -> Run:
         tools = self._registry.schemas() or None
         for i in range(state.budget.max_steps):
-            if stopped := state.out_of_time():
+            if stopped := state.before_call():  # time, and anything left to spend
                 return stopped
             traced.start_step(i)
             # 1. call the model with the whole conversation

@@ -185,7 +185,7 @@ def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent,
     name, model = agent.name, _streamed_model(agent)
     tools = agent._tools.wrapped.schemas() or None  # no tools: None, not []
     for i in range(state.budget.max_steps):
-        if stopped := state.out_of_time():
+        if stopped := state.before_call():
             return stopped
         traced.start_step(i)
         # 1. call the model with the whole conversation, its text passed on as it comes
@@ -282,7 +282,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     texts: Any = None
     try:
         for i in range(state.budget.max_steps):
-            if run := state.out_of_time():
+            if run := state.before_call():
                 break
             traced.start_step(i)
             # 1. call the model with the whole conversation, its text passed on as it comes

@@ -165,6 +165,25 @@ class RunState:
         each step's tools)."""
         return self.finish(Stop.TIME_BUDGET) if self._time_up() else None
 
+    def before_call(self) -> Run | None:
+        """Before each model call: the time budget, and whether anything is left of the token
+        and cost budgets of this run and of the runs above it. A sub-agent started after its
+        team spent everything has a budget of 0: calling the model would only spend past it."""
+        if stopped := self.out_of_time():
+            return stopped
+        run: RunState | None = self
+        while run is not None:
+            b, team = run.budget, "" if run is self else "its team's "
+            used = run.input_tokens + run.output_tokens
+            if b.max_tokens is not None and used >= b.max_tokens:
+                return self.finish(Stop.TOKEN_BUDGET, detail=f"nothing was left of {team or 'its '}"
+                                                             f"{b.max_tokens}-token budget ({used} tokens used)")
+            if b.max_cost is not None and run.cost >= b.max_cost and (run.cost > 0 or b.max_cost == 0):
+                return self.finish(Stop.COST_BUDGET, detail=f"nothing was left of {team or 'its '}"
+                                                            f"${b.max_cost:.4f} cost budget (${run.cost:.4f} spent)")
+            run = run.parent
+        return None
+
     def model_failed(self, error: BaseException | None, received: Completion | None = None) -> Run:
         """A model call that raised, or (``None``) was cut off at the deadline: out of time if
         the time budget ran out meanwhile (the adapter was given what was left as its
