@@ -90,3 +90,11 @@ def test_the_peers_benchmark_runs_and_prints_every_figure(tmp_path):
         assert "no collector at" in export, export
 
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_capture_cost_benchmark_runs_and_prints_every_figure():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "capture_cost.py"), "--mb", "1", "--repeats", "1"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for figure in ("capture off", "capture on", "on/off = ", "longest event-loop block"):
+        assert figure in done.stdout, done.stdout

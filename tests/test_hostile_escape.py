@@ -167,3 +167,84 @@ def test_an_async_tool_under_run_never_leaves_asyncios_sigint_handler_behind(out
     async def one() -> int:
         return 1
     assert asyncio.run(one()) == 1
+
+
+# --- the property ----------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tracedagent import Usage  # noqa: E402
+
+
+class RaisesOn:
+    """A value whose every rendering raises ``exc``."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+    def __str__(self) -> str:
+        raise self.exc
+
+    __repr__ = __str__
+
+    def __eq__(self, other: object) -> bool:
+        raise self.exc
+
+    __hash__ = object.__hash__
+
+
+EXCEPTIONS = st.sampled_from([ValueError, RuntimeError, RecursionError, asyncio.CancelledError, StopIteration,
+                              TypeError, KeyboardInterrupt, SystemExit, Custom]).map(lambda cls: cls())
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=30),
+                    st.sampled_from([-(2**80), float("nan"), "\ud800", "x" * 50_000]),
+                    st.just(5000).map(lambda digits: 10**digits))  # built, not listed: hypothesis reprs a list
+VALUES = st.recursive(st.one_of(SCALARS, EXCEPTIONS.map(RaisesOn)),
+                      lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                              st.dictionaries(st.one_of(st.text(max_size=10), st.integers()), inner,
+                                                              max_size=4)),
+                      max_leaves=12)
+ARGUMENTS = st.one_of(st.dictionaries(st.sampled_from(["n", "q", "password", "x"]), VALUES, max_size=3),
+                      st.text(max_size=40), st.just(5000).map(lambda digits: '{"n": ' + "9" * digits + "}"))
+COUNTS = st.one_of(st.integers(0, 10_000), st.sampled_from([2**40 + 1, 2**64, -1]))
+TURN = st.builds(lambda calls, usage, text: Completion(text=text, tool_calls=calls, usage=usage),
+                 st.lists(st.builds(ToolCall, st.text(min_size=1, max_size=8), st.sampled_from(["pick", "echo", "x"]),
+                                    ARGUMENTS), max_size=3),
+                 st.builds(Usage, COUNTS, COUNTS), st.text(max_size=40))
+MODEL_TURN = st.one_of(TURN, EXCEPTIONS, VALUES)
+
+
+def is_documented(exc: BaseException) -> bool:
+    """What a run lets through (docs/async.md): not an ``Exception``."""
+    return not isinstance(exc, Exception)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(turns=st.lists(MODEL_TURN, min_size=1, max_size=3), results=st.lists(st.one_of(VALUES, EXCEPTIONS), max_size=3),
+       capture=st.booleans(), driver=st.sampled_from(["run", "arun"]))
+def test_nothing_but_a_documented_base_exception_leaves_a_run_and_every_span_ends(turns, results, capture, driver):
+    results = list(results)
+
+    @tool
+    def echo(**kwargs: Any) -> str:
+        """Echoes."""
+        value = results.pop(0) if results else "ok"
+        if isinstance(value, BaseException):
+            raise value
+        return value
+
+    class Hostile:
+        def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+            turn = turns.pop(0) if turns else Completion(text="done")
+            if isinstance(turn, BaseException):
+                raise turn
+            return turn
+
+    agent, spans = counted(Hostile(), [pick, echo], capture_content=capture)
+    try:
+        run = drive(agent, driver)
+    except BaseException as exc:  # noqa: BLE001 - the property is about what leaves
+        assert is_documented(exc), repr(type(exc))
+    else:
+        assert isinstance(run.stop, Stop)
+    assert spans.started == spans.ended > 0
