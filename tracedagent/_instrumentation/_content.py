@@ -95,6 +95,14 @@ class ContentCapture:
         message["finish_reason"] = completion.finish_reason or ("tool_call" if completion.tool_calls else "stop")
         return _Attributes().add(N.GEN_AI_OUTPUT_MESSAGES, *self._fit([message])).attributes
 
+    def answer(self, messages: Any) -> dict[str, Any]:
+        """``gen_ai.output.messages`` on a run span: its answer, as messages."""
+        return _Attributes().add(N.GEN_AI_OUTPUT_MESSAGES, *self._fit(messages)).attributes
+
+    def text(self, text: str) -> str:
+        """A tool's result as a sentence quotes it: redacted and bounded."""
+        return self.result(text)[N.GEN_AI_TOOL_CALL_RESULT]
+
     def arguments(self, arguments: Any) -> dict[str, Any]:
         """``gen_ai.tool.call.arguments``: a JSON object, or the model's raw string when it sent
         malformed JSON (a JSON string, so that replay can tell the two apart)."""
