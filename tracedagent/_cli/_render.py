@@ -118,6 +118,14 @@ def _title(title: str | None) -> Text | None:
 
 # --- the tree --------------------------------------------------------------------------
 
+MAX_TREE_DEPTH = 16
+"""Levels of spans the tree draws; below that, one line says how many spans were folded. A
+run nests three levels a sub-agent (run, step, tool call), so this is five sub-agents deep, and
+its guides take 64 of a terminal's 80 columns; a chain of thousands (a hostile file) would
+otherwise cost time and output in the square of its depth, each line drawing a guide per level
+above it."""
+
+
 def trace_tree(trace: Trace) -> Tree:
     """The span tree of one trace, with durations and the attributes that explain it."""
     if len(trace.roots) == 1:
@@ -126,21 +134,35 @@ def trace_tree(trace: Trace) -> Tree:
         return tree
     tree = Tree(Text.assemble(("trace ", "bold"), text(trace.trace_id, "dim")))
     for root in trace.roots:
-        _add_children(tree.add(_label(root)), trace, root)
+        _add_children(tree.add(_label(root)), trace, root, depth=1)
     return tree
 
 
-def _add_children(node: Tree, trace: Trace, span: SpanRecord) -> None:
-    """Everything below ``span``, walked with a list: a chain of spans may be longer than
-    Python's recursion limit."""
-    pending = [(node, span)]
+def _add_children(node: Tree, trace: Trace, span: SpanRecord, depth: int = 0) -> None:
+    """Everything below ``span`` (drawn at ``depth``), walked with a list: a chain of spans may
+    be longer than Python's recursion limit. At ``MAX_TREE_DEPTH`` a span's descendants are
+    folded into one line that counts them."""
+    pending = [(node, span, depth)]
     while pending:
-        node, span = pending.pop()
-        pending += [(node.add(_label(child)), child) for child in trace.children(span)]
+        node, span, level = pending.pop()
+        children = trace.children(span)
+        if children and level + 1 >= MAX_TREE_DEPTH:
+            node.add(Text(f"... {_descendants(trace, span):,} spans deeper: not drawn", "yellow"))
+        else:
+            pending += [(node.add(_label(child)), child, level + 1) for child in children]
         for event in span.events:
             if event.name == N.STOP_EVENT:
                 node.add(Text.assemble(("stopped here: ", "bold red"),
                                        text(event.attributes.get(N.STOP_REASON, "?"), "red")))
+
+
+def _descendants(trace: Trace, span: SpanRecord) -> int:
+    """How many spans hang below ``span`` (each span is below one fold at most: linear)."""
+    count, pending = 0, list(trace.children(span))
+    while pending:
+        count += 1
+        pending += trace.children(pending.pop())
+    return count
 
 
 def _label(span: SpanRecord, *, with_trace_id: bool = False) -> Text:
