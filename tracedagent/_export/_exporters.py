@@ -94,10 +94,43 @@ class Collector:
         _log.info("tracedagent: reconnected to the collector at %s; exporting again", self.where)
 
 
+class _HttpLibraryLogs(logging.Filter):
+    """Blanks export credentials out of what the SDK's HTTP library logs: at DEBUG, urllib3
+    writes every request line, the export URL's ``?api_key=...`` included."""
+
+    LOGGERS = ("urllib3.connectionpool", "urllib3.connection", "urllib3.util.retry")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+        self._installed = False
+
+    def protect(self, secrets: Iterable[str]) -> None:
+        self.secrets.update(secrets)
+        if self.secrets and not self._installed:
+            self._installed = True
+            for name in self.LOGGERS:
+                logging.getLogger(name).addFilter(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record that cannot format itself: logging reports it as it would
+            return True
+        shown = redact(message, list(self.secrets))
+        if shown != message:
+            record.msg, record.args = shown, ()
+        return True
+
+
+_http_library_logs = _HttpLibraryLogs()
+
+
 def guarded_exporter(target: ExportTarget, collectors: dict[str, Collector]) -> GuardedExporter:
     """The SDK's exporter for ``target``, wrapped; exporters to the same place share a ``Collector``."""
     collector = collectors.setdefault(target.where, Collector(target.where))
     collector.secrets.update(target.secrets)
+    _http_library_logs.protect(target.secrets)
     inner = _sdk_exporter(target)
     wrapper = _SpanExporter if target.signal == "traces" else _MetricExporter
     return wrapper(inner, target, collector)

@@ -135,6 +135,15 @@ def default_agent_id(name: str, version: str | None) -> str:
     return str(uuid.uuid5(_AGENT_ID_NAMESPACE, f"{name}\x00{version or ''}"))
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _int64(value: Any) -> Any:
+    """A budget's ceiling as OTLP can carry it: an int past int64 (which the encoder would drop,
+    and the span lose) is recorded as ``INT64_MAX``, a ceiling no run reaches either."""
+    return INT64_MAX if type(value) is int and value > INT64_MAX else value
+
+
 class AgentTelemetry:
     """What one ``Agent``'s spans and metrics are made with: fixed for the agent's lifetime."""
 
@@ -212,7 +221,7 @@ class AgentTelemetry:
                     N.BUDGET_MAX_TOOL_CALLS: budget.max_tool_calls,
                     N.BUDGET_PRICE_PER_1K_INPUT: budget.price_per_1k_input or None,
                     N.BUDGET_PRICE_PER_1K_OUTPUT: budget.price_per_1k_output or None}
-        return {**self.run_attributes, **{k: v for k, v in ceilings.items() if v is not None}}
+        return {**self.run_attributes, **{k: _int64(v) for k, v in ceilings.items() if v is not None}}
 
     def tool_parts(self, name: str, known: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:
         """A tool call's span name, fixed span attributes and metric labels, built once per
