@@ -50,12 +50,11 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from .._core import _names as N
 from . import _sigterm
 from ._endpoints import PROTOCOLS, ExportTarget, export_target, metrics_wanted, traces_wanted, warn_about
-from ._exporters import Collector, GuardedExporter, guarded_exporter, report_hung
+from ._exporters import Collector, GuardedExporter, SpanQueue, guarded_exporter, report_hung
 from .._core._secrets import redact
 
 __all__ = ["Telemetry", "configure"]
@@ -84,7 +83,8 @@ class Telemetry:
     def __init__(self, *, tracer_provider: trace.TracerProvider, meter_provider: metrics.MeterProvider,
                  service_name: str | None, endpoint: str | None, protocol: str | None,
                  owns_tracer_provider: bool, owns_meter_provider: bool,
-                 exporters: Sequence[GuardedExporter], settings: _Settings) -> None:
+                 exporters: Sequence[GuardedExporter], settings: _Settings,
+                 span_queue: SpanQueue | None = None) -> None:
         self.tracer_provider = tracer_provider
         """The provider spans go to: tracedagent's own, or the one the application installed."""
         self.meter_provider = meter_provider
@@ -99,6 +99,7 @@ class Telemetry:
         """``"grpc"`` or ``"http/protobuf"`` for that exporter; ``None`` if it has none."""
         self._owns = (owns_tracer_provider, owns_meter_provider)
         self._exporters = tuple(exporters)
+        self._span_queue = span_queue
         self._settings = settings  # to notice a second configure() asking for something else; never shown
         self._stopped = False
         self._stop_lock = threading.RLock()  # reentrant: a SIGTERM handler may interrupt its holder
@@ -115,6 +116,14 @@ class Telemetry:
         """Spans the collector has accepted so far through tracedagent's own exporter (0 when
         the application's provider is used): what was delivered, not what was produced."""
         return sum(e.exported for e in self._exporters if e.signal == "traces")
+
+    @property
+    def spans_dropped(self) -> int:
+        """Spans that ended and will not be exported: pushed out of the full queue, or ended after
+        shutdown began (and, once shut down, those the flush had no time for). 0 without
+        tracedagent's own exporter."""
+        q = self._span_queue
+        return 0 if q is None else q.evicted + q.refused + (q.queued if self._stopped else 0)
 
     def force_flush(self, timeout: float = N.DEFAULT_SHUTDOWN_TIMEOUT) -> bool:
         """Export what is pending now; ``False`` if that did not finish within ``timeout`` seconds
@@ -142,6 +151,8 @@ class Telemetry:
             report_hung(self._exporters, timeout)
             for exporter in self._exporters:
                 exporter.close()  # aborts an export still waiting or retrying; its data is dropped
+        if self._span_queue is not None:
+            self._span_queue.report_dropped()
         return finished
 
     def _flush_providers(self, timeout: float) -> None:
@@ -332,12 +343,14 @@ def _build(settings: _Settings, *, install: bool) -> Telemetry:
     metric_exporter = _exporter(metrics_target, collectors) if metrics_target else None
 
     tracer_provider: trace.TracerProvider
+    span_queue: SpanQueue | None = None
     if app_tracer is not None:
         tracer_provider = app_tracer
     else:
         sdk_tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # our atexit bounds it
         if span_exporter is not None:
-            sdk_tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+            span_queue = SpanQueue(span_exporter, where=traces_target.shown_url if traces_target else "?")
+            sdk_tracer_provider.add_span_processor(span_queue)
         tracer_provider = sdk_tracer_provider
 
     meter_provider: metrics.MeterProvider
@@ -360,7 +373,8 @@ def _build(settings: _Settings, *, install: bool) -> Telemetry:
                      endpoint=traces_target.shown_url if traces_target else None,
                      protocol=traces_target.protocol if traces_target else None,
                      owns_tracer_provider=app_tracer is None, owns_meter_provider=app_meter is None and metrics_on,
-                     exporters=[e for e in (span_exporter, metric_exporter) if e is not None], settings=settings)
+                     exporters=[e for e in (span_exporter, metric_exporter) if e is not None], settings=settings,
+                     span_queue=span_queue)
 
 
 def _exporter(target: ExportTarget, collectors: dict[str, Collector]) -> GuardedExporter | None:
