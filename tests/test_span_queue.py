@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otlp_receivers import HttpReceiver
-from tracedagent._export._exporters import SpanQueue
+from tracedagent._export._queue import SpanQueue
 
 ROOT = Path(__file__).resolve().parent.parent
 

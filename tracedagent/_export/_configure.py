@@ -54,7 +54,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from .._core import _names as N
 from . import _sigterm
 from ._endpoints import PROTOCOLS, ExportTarget, export_target, metrics_wanted, traces_wanted, warn_about
-from ._exporters import Collector, GuardedExporter, SpanQueue, guarded_exporter, report_hung
+from ._exporters import Collector, GuardedExporter, guarded_exporter, report_hung
+from ._queue import SpanQueue
 from .._core._secrets import redact
 
 __all__ = ["Telemetry", "configure"]
