@@ -109,7 +109,7 @@ class _Loop:
     async def run(self) -> Run:
         state, traced = self.state, self.traced
         for i in range(state.budget.max_steps):
-            if stopped := state.out_of_time():
+            if stopped := state.before_call():
                 return stopped
             traced.start_step(i)
             # 1. call the model with the whole conversation
