@@ -82,3 +82,19 @@ def test_an_attempts_limit_is_the_calls_own_plus_grace_never_past_the_time_budge
     assert s.limit(10, 2, s.tool_timeout) == timedelta(seconds=7)
     assert s.limit(None, 0, s.tool_timeout) == timedelta(seconds=5)
     assert s.retry_policy().maximum_attempts == 3
+
+
+def test_an_agent_with_a_tool_that_needs_approval_is_refused_rather_than_run_unapproved():
+    from dataclasses import dataclass
+
+    from tracedagent import Tool
+    from tracedagent.temporal._hosting import host, is_hosted
+
+    @dataclass(frozen=True, kw_only=True)
+    class Asks(Tool):
+        requires_approval: bool = True
+
+    refund = Asks(name="refund", description="Refund.", fn=lambda: "done")
+    with pytest.raises(ValueError, match="require approval .*refund"):
+        host("q-approval", Agent(FakeModel(["x"]), [refund], name="payer"), ActivitySettings())
+    assert not is_hosted("q-approval", "payer")
