@@ -70,6 +70,10 @@ DRIVER_ATTRIBUTES = (N.DRIVER, N.TOOLS_PARALLEL, N.TOOLS_MAX_CONCURRENCY)
 traces of the same run are meant to differ."""
 
 
+ID_ATTRIBUTES = {"tracedagent.checkpoint.id", "tracedagent.resumed_checkpoint.id", "tracedagent.resumed_from"}
+"""Ids a run makes up (a checkpoint's) or links to: different in every run, like span ids."""
+
+
 def shape(spans: list[ReadableSpan]) -> list[tuple]:
     """Each root span as ``(name, attributes, status, description, events, children)``, the
     children in the order they started: everything a trace says but ids, times and the driver."""
@@ -79,7 +83,7 @@ def shape(spans: list[ReadableSpan]) -> list[tuple]:
 
     def node(span: ReadableSpan) -> tuple:
         kids = sorted(children[span.context.span_id], key=lambda s: s.start_time)
-        attributes = {k: v for k, v in span.attributes.items() if k not in DRIVER_ATTRIBUTES}
+        attributes = {k: v for k, v in span.attributes.items() if k not in DRIVER_ATTRIBUTES and k not in ID_ATTRIBUTES}
         return (span.name, attributes, span.status.status_code, span.status.description,
                 [(e.name, dict(e.attributes)) for e in span.events], [node(k) for k in kids])
 

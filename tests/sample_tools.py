@@ -1,7 +1,8 @@
 """The tools the tests share, written once.
 
 A help desk (``search_help`` succeeds, ``flaky`` fails, ``charge_card`` fails for good,
-``refund`` is denied by the ``no_refunds`` policy, all four in ``TOOLS``), an order lookup,
+``refund`` is denied by the ``no_refunds`` policy, ``close_account`` waits for a person's
+approval, all five in ``TOOLS``), an order lookup,
 and two small typed tools (``add``, ``shout``) whose schemas travel to each model provider.
 A tool that only one test needs is written in that test, where its behaviour is the point.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from tracedagent import FatalToolError, Registry, ToolCall, ToolError, tool
 
-__all__ = ["add", "shout", "search_help", "flaky", "charge_card", "lookup_order", "refund", "no_refunds",
+__all__ = ["add", "shout", "search_help", "flaky", "charge_card", "lookup_order", "refund", "close_account", "no_refunds",
            "TOOLS", "registry"]
 
 
@@ -78,12 +79,22 @@ def refund(order_id: str, amount: float) -> str:
     return f"refunded {amount} on {order_id}"
 
 
+@tool(requires_approval=True)
+def close_account(account: str) -> str:
+    """Close a customer's account: a person approves every call.
+
+    Args:
+        account: The account to close.
+    """
+    return f"closed {account}"
+
+
 def no_refunds(call: ToolCall) -> str | None:
     """The guardrail: a refund always needs a human."""
     return "refunds need a human" if call.name == "refund" else None
 
 
-TOOLS = Registry([search_help, charge_card, flaky, refund], policy=no_refunds)
+TOOLS = Registry([search_help, charge_card, flaky, refund, close_account], policy=no_refunds)
 
 
 def registry(*tools: object, policy=None) -> Registry:

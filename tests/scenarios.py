@@ -28,5 +28,7 @@ SCENARIOS = {
     Stop.MODEL_ERROR: (lambda: [tool_call("search_help", {"q": "a"}), TimeoutError("read timed out")], Budget(), 2),
     Stop.TIME_BUDGET: (lambda: many("search_help"), Budget(max_seconds=0), 0),
     Stop.TOOL_CALL_BUDGET: (lambda: many("search_help"), Budget(max_tool_calls=2), 3),
+    Stop.APPROVAL_REQUIRED: (lambda: [tool_call("search_help", {"q": "a"}), tool_call("close_account", {"account": "A1"})],
+                             Budget(), 2),
 }
 RETURNED_STOPS = set(Stop) - {Stop.CANCELLED}

@@ -75,15 +75,21 @@ def attributes(span: dict[str, Any]) -> dict[str, Any]:
 
 
 def traces_by_agent(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """Spans grouped per trace, keyed by the agent name on the trace's run span."""
+    """Spans grouped per trace, keyed by the agent name on the trace's run span (a resumed
+    run's trace by the name and ``(resumed)``)."""
     by_trace: dict[str, list[dict[str, Any]]] = {}
     for span in raw_spans(path):
         by_trace.setdefault(span["traceId"], []).append(span)
     keyed = {}
     for spans in by_trace.values():
-        (run,) = [s for s in spans if not s.get("parentSpanId")]  # a team's top run
-        keyed[attributes(run)[N.GEN_AI_AGENT_NAME]] = spans
+        (run,) = [attributes(s) for s in spans if not s.get("parentSpanId")]  # a team's top run
+        keyed[run[N.GEN_AI_AGENT_NAME] + (" (resumed)" if N.RESUMED_FROM in run else "")] = spans
     return keyed
+
+
+def resumed(scenarios=SCENARIOS) -> list[str]:
+    """The scenarios whose run the demo resumes: each has a second trace."""
+    return [s.name for s in scenarios if s.decisions]
 
 
 def run_span(spans: list[dict[str, Any]]) -> dict[str, Any]:
@@ -100,7 +106,10 @@ def independent_span_counts() -> dict[str, int]:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
         run_scenario(build_agent(scenario, pace=0, tracer_provider=provider,
                                  meter_provider=metrics.NoOpMeterProvider()), scenario)
-        counts[scenario.name] = len(exporter.get_finished_spans())
+        spans = exporter.get_finished_spans()
+        for span in spans:  # the scenario's run first, then its resumption's trace, if any
+            name = scenario.name + (" (resumed)" if span.context.trace_id != spans[0].context.trace_id else "")
+            counts[name] = counts.get(name, 0) + 1
     return counts
 
 
@@ -130,7 +139,9 @@ def test_demo_shows_every_stop_reason_in_its_summary(flat_out_demo):
         assert row, f"no summary row for {scenario.name}"
         assert row.group(1) == scenario.stops_with.value
     trees = [line for line in result.stdout.splitlines() if line.startswith("invoke_agent ")]
-    assert len(trees) == len(SCENARIOS)  # one span tree per run (a team's is one tree)
+    assert len(trees) == len(SCENARIOS) + len(resumed())  # one span tree per run (a team's is one tree)
+    paused = trees.index(next(t for t in trees if t.startswith("invoke_agent refund-approval ")))
+    assert "waiting for approval: refund" in trees[paused] and "resumed from trace " in trees[paused + 1]
     # per tool, successes out of requests: three inventory checks ran and failed, the refund was denied
     assert re.search(r"┃ tools\s+┃\n.*┃ succeeded/requested\s+┃", result.stdout)
     assert re.search(r"│ no-progress .*│ check_inventory 0/3\s+│", result.stdout)
@@ -156,7 +167,7 @@ def test_demo_file_is_spec_shaped_otlp_json(flat_out_demo):
 def test_demo_file_holds_one_trace_per_run_with_every_span(flat_out_demo):
     _, out = flat_out_demo
     traces = traces_by_agent(out)
-    assert sorted(traces) == sorted(s.name for s in SCENARIOS)
+    assert sorted(traces) == sorted([s.name for s in SCENARIOS] + [f"{name} (resumed)" for name in resumed()])
     expected = independent_span_counts()
     assert {agent: len(spans) for agent, spans in traces.items()} == expected
     for spans in traces.values():
@@ -221,7 +232,7 @@ def test_load_mode_runs_the_scenarios_round_robin(tmp_path):
     for stop, count in expected.items():
         assert re.search(rf"│ {stop}\s+│\s+{count} │", result.stdout), (stop, count, result.stdout)
     document = json.loads(out.read_text())
-    assert len({s["traceId"] for s in raw_spans(out)}) == 20
+    assert len({s["traceId"] for s in raw_spans(out)}) == 20 + len(resumed(SCENARIOS[i % len(SCENARIOS)] for i in range(20)))
     spans = int(re.search(r"(\d+) spans written", result.stdout).group(1))
     assert spans == sum(len(ss["spans"]) for rs in document["resourceSpans"] for ss in rs["scopeSpans"])
 

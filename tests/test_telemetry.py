@@ -55,7 +55,7 @@ def test_run_span_tells_why_the_run_ended(rec, stop):
     assert span.attributes["gen_ai.provider.name"] == "fake"
     assert span.attributes["gen_ai.request.model"] == "fake-model"
     assert span.attributes["tracedagent.budget.max_steps"] == SCENARIOS[stop][1].max_steps
-    if stop is Stop.ANSWERED:
+    if stop in (Stop.ANSWERED, Stop.APPROVAL_REQUIRED):  # a pause is not a failure
         assert span.status.status_code is StatusCode.UNSET and "error.type" not in span.attributes
     else:
         assert span.status.status_code is StatusCode.ERROR
@@ -77,8 +77,9 @@ def test_every_stopped_run_has_its_stop_event_on_the_run_span(rec):
     for stop in sorted(RETURNED_STOPS - {Stop.ANSWERED}):
         run, view = run_scenario(rec, stop)
         events = [(e.name, dict(e.attributes)) for e in view.span.events]
+        waiting = {"tracedagent.pending_calls": len(run.pending)} if stop is Stop.APPROVAL_REQUIRED else {}
         assert events == [("tracedagent.stop", {"tracedagent.stop_reason": stop.value,
-                                                "tracedagent.step.index": run.step_count - 1})], stop
+                                                "tracedagent.step.index": run.step_count - 1, **waiting})], stop
         rec.clear()
     run, view = run_scenario(rec, Stop.ANSWERED)
     assert not view.span.events
@@ -499,7 +500,7 @@ def test_every_requested_call_has_one_fate_and_the_steps_agree(rec, stop):
         a = span.attributes
         requested = list(a.get("tracedagent.tools.requested", ()))
         fates = [*a.get("tracedagent.tools.executed", ()), *a.get("tracedagent.tools.blocked", ()),
-                 *a.get("tracedagent.tools.not_dispatched", ())]
+                 *a.get("tracedagent.tools.not_dispatched", ()), *a.get("tracedagent.tools.pending", ())]
         assert sorted(fates) == sorted(requested), (span.name, dict(a))
     # A step is a model call attempted: the Run, the run span and the step spans agree.
     assert run.step_count == view.steps == len(view.step_spans) == len(view.chat_spans)

@@ -10,15 +10,18 @@ instrumented model and registry, so a driver's own code is only the order of thi
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Iterable, Sequence
+import threading
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from opentelemetry import metrics, trace
 
 from .._core._budget import Budget, Stop
 from .._core._deadline import DeadlineExceeded
+from .._core._checkpoint import Checkpoint, Decision
 from .._core._records import Message, Model, being_cancelled
 from .._core._run import Run, RunState, current_run, initial_messages
 from ._stream import AgentStream, AsyncAgentStream
+from . import _resume
 from .._core._tools import Registry, Tool
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._instrumentation._spans import RunScope
@@ -72,6 +75,8 @@ class Agent:
                                          capture_content=capture_content, redact=redact)
         self._model = InstrumentedModel(model, self._telemetry)
         self._tools = InstrumentedRegistry(self._registry, self._telemetry)
+        self._resumed: set[str] = set()
+        self._resumed_lock = threading.Lock()
 
     # Read-only: the instrumented wrappers and the spans' fixed attributes are built from these.
     @property
@@ -146,6 +151,30 @@ class Agent:
         for event in stream: ...``, then ``stream.run``."""
         return AsyncAgentStream(self, task, history, budget, conversation_id)
 
+    def resume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
+               claim: _resume.Claim | None = None) -> Run:
+        """Continue a run that stopped ``approval_required`` (``run.checkpoint()``), once a person
+        decided on each of ``run.pending``: ``decisions`` maps every waiting call's id to ``True``
+        (run it, with exactly the checkpoint's arguments), ``False`` or a string (deny it; the
+        string is what the model is shown). A new trace, linked to the paused run's; bounded by
+        what is left of the original budget; it may pause again. A bad checkpoint or decisions
+        raise a ``CheckpointError`` before anything runs. A checkpoint is resumed once: this
+        agent remembers the ids it resumed; across processes, pass ``claim`` (docs/approvals.md)."""
+        return _resume.resume(self, checkpoint, decisions, claim)
+
+    async def aresume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
+                      claim: _resume.Claim | None = None) -> Run:
+        """``resume`` for async code, continuing as ``arun`` does."""
+        return await _resume.aresume(self, checkpoint, decisions, claim)
+
+    def _claim(self, checkpoint_id: str) -> bool:
+        """Whether this agent has not resumed ``checkpoint_id`` yet, marking it resumed."""
+        with self._resumed_lock:
+            if checkpoint_id in self._resumed:
+                return False
+            self._resumed.add(checkpoint_id)
+            return True
+
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
                conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]:
         """The run span and the run's state; under a parent run, the parent's limits and conversation."""
@@ -157,7 +186,8 @@ class Agent:
         messages = initial_messages(self.system_prompt, history, task)
         traced = RunScope(self._telemetry, budget, messages, conversation_id, asynchronous=asynchronous,
                           parallel_tool_calls=self.parallel_tool_calls, max_tool_concurrency=self.max_tool_concurrency)
-        state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id, parent=parent)
+        state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id, parent=parent,
+                         agent=self._name, tools=self._registry.names, span_id=traced.span_id)
         return traced, state, parent
 
     @staticmethod
@@ -169,7 +199,7 @@ class Agent:
 
     def _loop(self, state: RunState, traced: RunScope) -> Run:
         tools = self._registry.schemas() or None  # no tools: None, not []
-        for i in range(state.budget.max_steps):
+        for i in state.step_indices():
             if stopped := state.before_call():  # time, and anything left to spend
                 return stopped
             traced.start_step(i)
@@ -186,11 +216,12 @@ class Agent:
                 return state.finish(Stop.ANSWERED)
             if stopped := state.check_turn(completion.tool_calls):
                 return stopped
+            state.hold(step, self._registry.waiting(completion.tool_calls))  # calls a person must decide on
             # 3. dispatch each call through the registry, 4. append its result
-            for call in completion.tool_calls:
-                if stopped := state.append(step, self._tools.dispatch(call)):
+            for n, call in enumerate(completion.tool_calls):
+                if n not in step.waiting and (stopped := state.append(step, self._tools.dispatch(call))):
                     return stopped
-            if stopped := state.over_budget():
+            if (stopped := state.over_budget()) or (stopped := state.pause(step)):
                 return stopped
             traced.end_step(step)
             # 5. repeat, until an exit above or the end of range(max_steps)
@@ -199,7 +230,7 @@ class Agent:
 
     async def _aloop(self, state: RunState, traced: RunScope) -> Run:
         tools = self._registry.schemas() or None
-        for i in range(state.budget.max_steps):
+        for i in state.step_indices():
             if stopped := state.before_call():  # time, and anything left to spend
                 return stopped
             traced.start_step(i)
@@ -221,13 +252,15 @@ class Agent:
                 return state.finish(Stop.ANSWERED)
             if stopped := state.check_turn(completion.tool_calls):
                 return stopped
+            state.hold(step, self._registry.waiting(completion.tool_calls))  # calls a person must decide on
+            calls = [c for n, c in enumerate(completion.tool_calls) if n not in step.waiting]
             # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
-            results = await _acalls.dispatch_turn(self._tools, state, completion.tool_calls,
+            results = await _acalls.dispatch_turn(self._tools, state, calls,
                                                   parallel=self.parallel_tool_calls,
                                                   concurrency=self.max_tool_concurrency)
             if stopped := state.append(step, *results):
                 return stopped
-            if stopped := state.over_budget():
+            if (stopped := state.over_budget()) or (stopped := state.pause(step)):
                 return stopped
             traced.end_step(step)
             # 5. repeat, until an exit above or the end of range(max_steps)

@@ -184,7 +184,7 @@ def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent,
     agent = h.agent
     name, model = agent.name, _streamed_model(agent)
     tools = agent._tools.wrapped.schemas() or None  # no tools: None, not []
-    for i in range(state.budget.max_steps):
+    for i in state.step_indices():
         if stopped := state.before_call():
             return stopped
         traced.start_step(i)
@@ -210,14 +210,15 @@ def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent,
             return state.finish(Stop.ANSWERED)
         if stopped := state.check_turn(completion.tool_calls):
             return stopped
+        state.hold(step, agent.registry.waiting(completion.tool_calls))  # calls a person must decide on
         # 3. dispatch each call through the registry, 4. append its result
-        for call in completion.tool_calls:
+        for call in (c for n, c in enumerate(completion.tool_calls) if n not in step.waiting):
             result = agent._tools.dispatch(call)
             stopped = state.append(step, result)
             yield ToolResultEvent(agent=name, result=result)
             if stopped:
                 return stopped
-        if stopped := state.over_budget():
+        if (stopped := state.over_budget()) or (stopped := state.pause(step)):
             return stopped
         traced.end_step(step)
         h.announced = i
@@ -281,7 +282,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     tools = agent._tools.wrapped.schemas() or None
     texts: Any = None
     try:
-        for i in range(state.budget.max_steps):
+        for i in state.step_indices():
             if run := state.before_call():
                 break
             traced.start_step(i)
@@ -313,14 +314,16 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
                 break
             if run := state.check_turn(completion.tool_calls):
                 break
+            state.hold(step, agent.registry.waiting(completion.tool_calls))  # calls a person must decide on
+            calls = [c for n, c in enumerate(completion.tool_calls) if n not in step.waiting]
             # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
-            results = await _acalls.dispatch_turn(agent._tools, state, completion.tool_calls,
+            results = await _acalls.dispatch_turn(agent._tools, state, calls,
                                                   parallel=agent.parallel_tool_calls,
                                                   concurrency=agent.max_tool_concurrency)
             run = state.append(step, *results)
             for result in results:
                 yield ToolResultEvent(agent=name, result=result)
-            if run or (run := state.over_budget()):
+            if run or (run := state.over_budget()) or (run := state.pause(step)):
                 break
             traced.end_step(step)
             h.announced = i

@@ -8,13 +8,15 @@ counts its usage in the caller's totals. How its stop reaches the caller:
 * it stopped on a budget, a loop, no progress or a model error: outcome ``error``, and the
   model is told which stop reason, so it can route around it;
 * it hit a fatal tool error: the caller's call is ``fatal`` too, so the whole team stops
-  (``fatal_is_fatal=False`` makes it an ``error`` the caller's model sees instead).
+  (``fatal_is_fatal=False`` makes it an ``error`` the caller's model sees instead);
+* it paused for approval: the caller's call is ``pending`` and the caller pauses too, so the
+  whole team waits; resuming the caller resumes the sub-agent (``resuming_tool``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Mapping, Protocol
 
 from opentelemetry import trace
 
@@ -22,15 +24,18 @@ from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._run import Run
 from .._instrumentation._telemetry import guard
-from .._core._tools import FatalToolError, Tool, ToolError
+from .._core._checkpoint import Checkpoint, Decision
+from .._core._tools import FatalToolError, Paused, Tool, ToolError
 
 
 class _Runs(Protocol):
-    """What a sub-agent's tool needs of its ``Agent``: ``arun``."""
+    """What a sub-agent's tool needs of its ``Agent``: ``arun``, and ``aresume`` for a paused run."""
 
     async def arun(self, task: str, *, budget: Budget | None = None) -> Run: ...
 
-__all__ = ["agent_tool", "answer", "SubAgentTool"]
+    async def aresume(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> Run: ...
+
+__all__ = ["agent_tool", "answer", "SubAgentTool", "resuming_tool"]
 
 TASK_SCHEMA = {"type": "object", "additionalProperties": False, "required": ["task"],
                "properties": {"task": {"type": "string", "description": "What the sub-agent should do."}}}
@@ -61,6 +66,8 @@ def answer(name: str, run: Run, fatal_is_fatal: bool) -> str:
     """The sub-agent's answer, or the ``ToolError`` (``FatalToolError``) saying why it stopped."""
     if run.ok:
         return run.output
+    if run.stop is Stop.APPROVAL_REQUIRED:  # the caller's call waits too, and so does the caller
+        raise Paused(run)
     if run.stop is Stop.TOOL_FATAL and fatal_is_fatal:
         raise FatalToolError(f"sub-agent {name} stopped: {run.stop.value}")
     raise ToolError(f"sub-agent {name} stopped ({run.stop.value}): {run.output}")
@@ -78,3 +85,17 @@ def agent_tool(agent: _Runs, *, name: str, description: str, budget: Budget | No
 
     return SubAgentTool(name=name, description=description, parameters=TASK_SCHEMA, fn=delegate, runs=agent,
                         budget=budget, fatal_is_fatal=fatal_is_fatal)
+
+
+def resuming_tool(sub: SubAgentTool, checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> Tool:
+    """The sub-agent call of a paused team, as resuming dispatches it: the sub-agent's paused run
+    resumed with its share of the decisions, its end told to the caller as ``delegate`` tells it."""
+
+    async def resume(**_: Any) -> str:  # the call's arguments were the task, which the checkpoint holds
+        run = await sub.runs.aresume(checkpoint, decisions)
+        with guard("marking the sub-agent's stop"):
+            trace.get_current_span().set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)
+        return sub.answer(run)
+
+    return SubAgentTool(name=sub.name, description=sub.description, parameters={"type": "object"}, fn=resume,
+                        runs=sub.runs, budget=sub.budget, fatal_is_fatal=sub.fatal_is_fatal)

@@ -69,10 +69,18 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
 
 
 def run_scenario(agent: Agent, scenario: Scenario) -> Run:
-    """One run of ``scenario`` with the driver it demonstrates."""
+    """One run of ``scenario`` with the driver it demonstrates. A run that paused for approval is
+    resumed with the scenario's decisions (a trace of its own, linked to the paused run's);
+    the paused run is returned, as it is the scenario's."""
     if scenario.driver == "arun":
-        return asyncio.run(agent.arun(scenario.task))
-    return agent.run(scenario.task)
+        run = asyncio.run(agent.arun(scenario.task))
+        if scenario.decisions and run.paused is not None:
+            asyncio.run(agent.aresume(run.checkpoint(), scenario.decisions))
+        return run
+    run = agent.run(scenario.task)
+    if scenario.decisions and run.paused is not None:
+        agent.resume(run.checkpoint(), scenario.decisions)
+    return run
 
 
 def _fresh(item: ScriptItem) -> ScriptItem:

@@ -185,7 +185,10 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     if load_mode:
         _console.print(stop_counts_table(recording.tally, title=f"{count} runs by stop reason"))
     else:
-        _print_traces([recording.trees[trace_ids[i]] for i in sorted(trace_ids) if trace_ids[i] in recording.trees],
+        resumed = {run.resumed_from: tree for tree in recording.trees.values() for run in tree.runs()[:1]
+                   if run.resumed_from}  # a paused run's resumption follows it
+        _print_traces([tree for i in sorted(trace_ids) if trace_ids[i] in recording.trees
+                       for tree in (recording.trees[trace_ids[i]], *filter(None, [resumed.get(trace_ids[i])]))],
                       title="What each agent did")
     if writer.spans == 0:  # a link would lead nowhere (and read .../trace/None)
         _say(f"No run recorded a span: tracing is off ({OTEL_SDK_DISABLED}=true, or a sampler that keeps "

@@ -53,7 +53,8 @@ def format_cost(usd: float) -> str:
 
 
 def stop_style(stop_reason: str) -> str:
-    return "green" if stop_reason == "answered" else "red"
+    """Answered is green, a pause for approval yellow (not a failure), every other stop red."""
+    return "green" if stop_reason == "answered" else "yellow" if stop_reason == "approval_required" else "red"
 
 
 def _tools(run: RunSummary) -> Text:
@@ -152,8 +153,8 @@ def _add_children(node: Tree, trace: Trace, span: SpanRecord, depth: int = 0) ->
             pending += [(node.add(_label(child)), child, level + 1) for child in children]
         for event in span.events:
             if event.name == N.STOP_EVENT:
-                node.add(Text.assemble(("stopped here: ", "bold red"),
-                                       text(event.attributes.get(N.STOP_REASON, "?"), "red")))
+                reason = str(event.attributes.get(N.STOP_REASON, "?"))
+                node.add(Text.assemble(("stopped here: ", "bold " + stop_style(reason)), text(reason, stop_style(reason))))
 
 
 def _descendants(trace: Trace, span: SpanRecord) -> int:
@@ -183,7 +184,9 @@ def _details(span: SpanRecord) -> list[Text]:
         run = RunSummary.of(span)
         return [text(run.stop_reason, "bold " + stop_style(run.stop_reason)),
                 Text(f"{run.steps} step{'s' if run.steps != 1 else ''}", "dim"), Text(f"{run.tokens:,} tokens", "dim"),
-                *([Text(format_cost(run.cost), "dim")] if run.cost > 0 else [])]
+                *([Text(format_cost(run.cost), "dim")] if run.cost > 0 else []),
+                *([text("waiting for approval: " + ", ".join(run.pending), "yellow")] if run.pending else []),
+                *([text("resumed from trace " + run.resumed_from, "dim")] if run.resumed_from else [])]
     if span.name == N.STEP_SPAN_NAME:
         return [_in_out(a, N.STEP_INPUT_TOKENS, N.STEP_OUTPUT_TOKENS)] if N.STEP_INPUT_TOKENS in a else []
     if span.operation == N.OP_CHAT:

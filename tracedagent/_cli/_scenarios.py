@@ -7,12 +7,13 @@ the whole story of its run. ``_demo.py`` builds and runs them.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .._core._budget import Budget, Stop
 from .._core._records import Completion, ToolCall
-from .._core._tools import FatalToolError, Policy, ToolError
+from .._core._tools import Ask, FatalToolError, Policy, ToolError, ask
 from .._testing._fake import ScriptItem, tool_call
 
 __all__ = ["Scenario", "SCENARIOS", "SYSTEM_PROMPT"]
@@ -126,6 +127,13 @@ def refunds_need_a_human(call: ToolCall) -> str | None:
     return None
 
 
+def refunds_over_the_limit(call: ToolCall) -> Ask | None:
+    """A refund over $100 waits for a team lead's approval; smaller ones run."""
+    if call.name == "refund" and isinstance(call.arguments, dict) and float(call.arguments.get("amount", 0)) > 100:
+        return ask("a refund over the $100 limit: a team lead approves it")
+    return None
+
+
 # --- the scenarios -------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
@@ -156,10 +164,17 @@ class Scenario:
     """``run``, or ``arun`` (which dispatches a turn's calls in parallel and enforces deadlines)."""
     sub_agents: Sequence[Scenario] = ()
     """Agents this one may delegate to (``Agent.as_tool``), each a scenario of its own."""
+    decisions: Mapping[str, bool | str] | None = None
+    """A person's decisions on the calls the run paused with: the demo resumes it with them,
+    a second run in a trace of its own that links to the first."""
+    resumed_stop: Stop = Stop.ANSWERED
+    """Why the resumed run ends, when there is one."""
 
     def agents(self) -> list[Scenario]:
-        """This scenario and its sub-agents', depth first: one run each, in the same trace."""
-        return [self, *(agent for sub in self.sub_agents for agent in sub.agents())]
+        """This scenario and its sub-agents', depth first: one run each, in the same trace; then
+        the resumed run, if the scenario has one (in a trace of its own)."""
+        resumed = [dataclasses.replace(self, stops_with=self.resumed_stop, decisions=None)] if self.decisions else []
+        return [self, *(agent for sub in self.sub_agents for agent in sub.agents()), *resumed]
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -253,6 +268,21 @@ SCENARIOS: tuple[Scenario, ...] = (
                 "to issue a refund, which I did not act on."],
         tools=[read_ticket, refund],
         policy=refunds_need_a_human,
+    ),
+    Scenario(
+        name="refund-approval",
+        stops_with=Stop.APPROVAL_REQUIRED,
+        story="A $240 refund is over the $100 limit: the run pauses; a team lead approves, and it resumes.",
+        task="Order A-5150 arrived broken; please refund the $240.",
+        script=[tool_call("lookup_order", {"order_id": "A-5150"}),
+                Completion(tool_calls=[ToolCall("r1", "refund", {"order_id": "A-5150", "amount": 240})],
+                           finish_reason="tool_calls"),
+                "Refunded $240.00 on order A-5150; it reaches the card within 5 working days."],
+        tools=[lookup_order, refund],
+        policy=refunds_over_the_limit,
+        decisions={"r1": True},
+        model_latency=0.06,
+        tool_latency=0.02,
     ),
     Scenario(
         name="slow-carrier",

@@ -25,6 +25,9 @@ class Stop(str, enum.Enum):
     MODEL_ERROR = "model_error"
     TIME_BUDGET = "time_budget_exhausted"
     TOOL_CALL_BUDGET = "tool_call_budget_exhausted"
+    APPROVAL_REQUIRED = "approval_required"
+    """Calls wait for a person's decision (``Run.pending``): not a failure, a pause. The run's
+    ``checkpoint()`` is what ``Agent.resume`` continues from, once they are decided."""
     CANCELLED = "cancelled"
     """The run was interrupted (its task cancelled, or ``KeyboardInterrupt``), or the consumer of
     its stream stopped reading before it ended. ``run``/``arun`` return no ``Run`` for it - the

@@ -89,6 +89,28 @@ TOOLS_NOT_DISPATCHED = "tracedagent.tools.not_dispatched"
 blocked, every requested call has exactly one fate on the span."""
 TOOLS_NOT_DISPATCHED_REASON = "tracedagent.tools.not_dispatched_reason"
 """Why they were not: the stop reason that ended the run in that step."""
+TOOLS_PENDING = "tracedagent.tools.pending"
+"""Requested calls waiting for a person's decision when the run paused (``approval_required``):
+the fifth fate."""
+PENDING_CALLS = "tracedagent.pending_calls"
+"""On a paused run's span and its ``tracedagent.stop`` event: how many calls wait (sub-agents' included)."""
+CHECKPOINT_ID = "tracedagent.checkpoint.id"
+"""On a paused run's span: the id of the checkpoint it paused with (``Run.checkpoint_id``)."""
+RESUMED_CHECKPOINT_ID = "tracedagent.resumed_checkpoint.id"
+"""On a resumed run's span: the checkpoint it continued from. Two spans with the same value: a
+checkpoint resumed twice."""
+RESUMED_FROM = "tracedagent.resumed_from"
+"""On a resumed run's span: the trace id of the paused run (also a span link to its run span)."""
+APPROVAL_APPROVED = "tracedagent.approval.approved"
+"""On a resumed run's span: the tool names of the calls a person approved."""
+APPROVAL_DENIED = "tracedagent.approval.denied"
+"""On a resumed run's span: the tool names of the calls a person denied."""
+STEP_RESUMED = "tracedagent.step.resumed"
+"""On the step span of a resumed run's decided calls: a step without a model call."""
+DECISION = "tracedagent.approval.decision"
+"""Label of the decisions counter: ``approved`` or ``denied``."""
+DECISION_APPROVED = "approved"
+DECISION_DENIED = "denied"
 COUNT_SUFFIX = "_count"
 """Appended to a tool-list attribute's name for its full length, set only when the list was cut."""
 BUDGET_MAX_STEPS = "tracedagent.budget.max_steps"
@@ -185,6 +207,10 @@ METRIC_RUNS = "tracedagent.runs"
 METRIC_TOOL_CALLS = "tracedagent.tool.calls"
 METRIC_COST = "tracedagent.cost"
 METRIC_RUN_STEPS = "tracedagent.run.steps"
+METRIC_APPROVAL_WAIT = "tracedagent.approval.wait"
+"""Seconds from a run's pause for approval to its resumption (recorded as it resumes)."""
+METRIC_APPROVAL_DECISIONS = "tracedagent.approval.decisions"
+"""Decisions on waiting calls, by agent, tool and ``tracedagent.approval.decision``."""
 METRIC_TOKEN_USAGE = _gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
 METRIC_OPERATION_DURATION = _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION
 METRIC_TIME_TO_FIRST_CHUNK = getattr(_gen_ai_metrics, "GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK",
@@ -198,6 +224,8 @@ OPERATION_DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.
                               10.24, 20.48, 40.96, 81.92)
 """Bucket boundaries the GenAI semantic conventions specify for ``gen_ai.client.operation.duration``."""
 RUN_STEPS_BUCKETS = (1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100)
+APPROVAL_WAIT_BUCKETS = (1, 10, 30, 60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800)
+"""A second to a week: people answer in minutes to days."""
 
 UNKNOWN_TOOL_LABEL = "_OTHER"
 """Metric label for a tool name the registry does not know: the model chooses such names,

@@ -164,6 +164,9 @@ class ToolOutcome(str, enum.Enum):
     TIMEOUT = "timeout"
     """The tool ran past its own ``timeout`` (``arun``, or an async tool in ``run``) and was
     cancelled; the model sees that, as it sees an error."""
+    PENDING = "pending"
+    """The tool's work waits for a person (a sub-agent whose run paused for approval): the
+    run pauses with it, and the model sees nothing of it until the run is resumed."""
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,8 @@ class ToolResult:
     deadline_cut: bool = False
     """The run's deadline cut the call off while it ran (outcome ``timeout``); a tool's own
     ``timeout`` is not this."""
+    pending: Any = None
+    """With outcome ``pending``: what the tool's own run waits for (a sub-agent's ``Run``)."""
 
     @property
     def ok(self) -> bool:

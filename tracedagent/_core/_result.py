@@ -7,17 +7,19 @@ what its tool calls did; ``ToolNames`` is a step's or run's tool names, four way
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ._budget import Stop
+from ._checkpoint import Checkpoint, Spent
+from ._pausing import PausedRun, step_fates
 from ._records import Completion, Message, ToolResult
 
 __all__ = ["ToolNames", "Step", "Run"]
 
 
 class ToolNames(NamedTuple):
-    """A step's (or a run's) tool names, four ways: every requested call is in ``requested``
-    and in exactly one of the other three."""
+    """A step's (or a run's) tool names, five ways: every requested call is in ``requested``
+    and in exactly one of the other four."""
 
     requested: list[str]
     """What the model asked for, denials included: the security signal."""
@@ -27,6 +29,8 @@ class ToolNames(NamedTuple):
     """Dispatched but did not succeed: denied, invalid, unknown, failed, fatal or timed out."""
     not_dispatched: list[str]
     """Requested but never dispatched, because the run stopped first."""
+    pending: list[str]
+    """Waiting for a person's decision: the run paused (``approval_required``)."""
 
 
 @dataclass(kw_only=True)
@@ -43,15 +47,16 @@ class Step:
     """The model's turn."""
     tool_results: list[ToolResult] = field(default_factory=list)
     """Results of the calls that were dispatched, in call order."""
+    waiting: dict[int, str] = field(default_factory=dict)
+    """Calls held for a person's decision and not dispatched: their position in the turn, and why."""
+    paused: bool = False
+    """The run paused on this turn: its held calls are pending, not merely not dispatched."""
+    resumed: bool = False
+    """Not a model turn: a resumed run's decided calls (``completion`` holds them, with no usage)."""
 
     def tool_names(self) -> ToolNames:
-        """The step's four lists of tool names, in one pass over its calls and results."""
-        requested = [call.name for call in self.completion.tool_calls]
-        executed: list[str] = []
-        blocked: list[str] = []
-        for result in self.tool_results:
-            (executed if result.ok else blocked).append(result.name)
-        return ToolNames(requested, executed, blocked, requested[len(self.tool_results):])
+        """The step's five lists of tool names, in one pass over its calls and results."""
+        return ToolNames(*step_fates(self))
 
     @property
     def requested_names(self) -> list[str]:
@@ -71,12 +76,17 @@ class Step:
     @property
     def not_dispatched_names(self) -> list[str]:
         """Requested but never dispatched, because the run stopped first (the repeat check, the
-        tool-call ceiling, or an earlier call's fatal error): the calls after the last result."""
+        tool-call ceiling, or an earlier call's fatal error)."""
         return self.tool_names().not_dispatched
+
+    @property
+    def pending_names(self) -> list[str]:
+        """Waiting for a person's decision when the run paused (a sub-agent's waiting call too)."""
+        return self.tool_names().pending
 
 
 @dataclass(kw_only=True)
-class Run:
+class Run(PausedRun):
     """What ``Agent.run`` returns, however the run ended.
 
     ``run`` always returns; it does not raise on budget exhaustion. A caller has to look
@@ -113,6 +123,13 @@ class Run:
     ended. Their tokens and cost are included in this run's totals."""
     conversation_id: str | None = None
     """``gen_ai.conversation.id`` of the run, given to ``run`` or inherited from a parent run."""
+    paused: Checkpoint | None = None
+    """With ``Stop.APPROVAL_REQUIRED``: what resuming needs (``checkpoint()`` is its JSON)."""
+    resumed: Checkpoint | None = None
+    """For a run ``Agent.resume`` continued: the checkpoint it continued from."""
+    carried: Spent = field(default_factory=Spent)
+    """What the run had spent before it was resumed (zero for a run that was not): the
+    totals above include it, the ``own_*`` figures (one trace's spans) do not."""
 
     def __post_init__(self) -> None:
         if self.step_count < 0:
@@ -128,20 +145,21 @@ class Run:
 
     @property
     def own_input_tokens(self) -> int:
-        """Input tokens of this agent's own model calls, without its sub-agents'."""
-        return self.input_tokens - sum(run.input_tokens for run in self.sub_runs)
+        """Input tokens of this agent's own model calls, without its sub-agents' nor what was
+        spent before a pause (another trace's)."""
+        return _own(self, lambda run: run.input_tokens - run.carried.input_tokens)
 
     @property
     def own_output_tokens(self) -> int:
-        return self.output_tokens - sum(run.output_tokens for run in self.sub_runs)
+        return _own(self, lambda run: run.output_tokens - run.carried.output_tokens)
 
     @property
     def own_cost(self) -> float:
-        return self.cost - sum(run.cost for run in self.sub_runs)
+        return _own(self, lambda run: run.cost - run.carried.cost)
 
     def tool_names(self) -> ToolNames:
-        """Its steps' four lists of tool names, joined (what the run span holds)."""
-        names = ToolNames([], [], [], [])
+        """Its steps' five lists of tool names, joined (what the run span holds)."""
+        names = ToolNames([], [], [], [], [])
         for step in self.steps:
             for run_list, step_list in zip(names, step.tool_names()):
                 run_list += step_list
@@ -166,7 +184,7 @@ class Run:
 
     def not_dispatched_tools(self) -> list[str]:
         """Tools requested but never dispatched, because the run stopped first. Every requested
-        call is in exactly one of ``trajectory``, ``blocked_tools`` and this list."""
+        call is in exactly one of ``trajectory``, ``blocked_tools``, ``pending_tools`` and this list."""
         return self.tool_names().not_dispatched
 
     def used_tool(self, name: str) -> bool:
@@ -174,3 +192,8 @@ class Run:
 
     def requested_tool(self, name: str) -> bool:
         return name in self.requested_tools()
+
+
+def _own(run: Run, of: Any) -> Any:
+    """``of(run)`` without its sub-runs' share: one trace's spans each count their own."""
+    return of(run) - sum(of(sub) for sub in run.sub_runs)

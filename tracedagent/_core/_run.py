@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ._budget import Budget, Stop
 from ._deadline import Clock, Deadline
+from ._pausing import Pausing
 from ._names import MAX_NAME_LENGTH
 from ._usage import RunUsage
 from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
@@ -58,8 +59,9 @@ current_run: contextvars.ContextVar[RunState | None] = contextvars.ContextVar("t
 typically ``Agent.as_tool``) is its sub-run. Tasks and ``asyncio.to_thread`` carry it."""
 
 
-class RunState:
-    """Everything one run accumulates, and the decisions made on it.
+class RunState(Pausing):
+    """Everything one run accumulates, and the decisions made on it (pausing for a person's
+    decision and continuing from a checkpoint: ``Pausing``).
 
     Any driver builds one (``Agent.run`` and ``arun`` do; a workflow engine's driver may):
     ``budget`` and the first ``messages`` (``initial_messages``) are all it needs. Time is read
@@ -68,11 +70,17 @@ class RunState:
 
     def __init__(self, budget: Budget, messages: list[Message], *, clock: Clock | None = None,
                  trace_id: str | None = None, conversation_id: str | None = None,
-                 parent: RunState | None = None) -> None:
+                 parent: RunState | None = None, agent: str = "agent", tools: Sequence[str] = (),
+                 span_id: str | None = None) -> None:
         """``clock``: seconds that never go back (default: the parent run's, else
         ``time.monotonic``); ``trace_id``: the run span's, reported on the ``Run``;
         ``conversation_id``: ``gen_ai.conversation.id``; ``parent``: the run whose tool
-        started this one (its limits are this run's too, and this run's spend is its)."""
+        started this one (its limits are this run's too, and this run's spend is its);
+        ``agent``, ``tools``, ``span_id``: the agent's name, its tools' names and the run span's
+        id, a paused run's checkpoint's identity."""
+        self.agent = agent
+        self.tools = tuple(sorted(tools))
+        self.span_id = span_id
         self.budget = budget
         self.messages = messages
         self.trace_id = trace_id
@@ -81,6 +89,7 @@ class RunState:
         """The run that started this one from a tool (a team's sub-agent), if any."""
         self.clock: Clock = clock or (parent.clock if parent is not None else time.monotonic)
         """Where every decision of this run reads the time."""
+        self.started = self.clock()
         self.deadline = None if budget.max_seconds is None else Deadline.after(budget.max_seconds, self.clock)
         """When the time budget runs out, if there is one."""
         self.steps: list[Step] = []
@@ -102,6 +111,13 @@ class RunState:
             self.usage.incr(usage, cost)
         else:
             self.charge(usage, cost)
+        return step
+
+    def record_decided(self, index: int, calls: Sequence[ToolCall]) -> Step:
+        """The decided calls of a resumed run, as a step of their own (no model call, no usage):
+        the paused turn and its results are in the conversation already."""
+        step = Step(index=index, completion=Completion(tool_calls=list(calls)), resumed=True)
+        self.steps.append(step)
         return step
 
     def charge(self, usage: Usage, cost: float) -> None:
@@ -219,7 +235,7 @@ class RunState:
             step.tool_results.append(result)
             if result.outcome is ToolOutcome.FATAL:
                 fatal = True
-            else:
+            elif result.outcome is not ToolOutcome.PENDING:  # shown once it is decided
                 self.messages.append(result.as_message())
         return self.finish(Stop.TOOL_FATAL) if fatal else None
 
@@ -283,7 +299,8 @@ class RunState:
                    messages=self.messages,
                    input_tokens=used.input_tokens, output_tokens=used.output_tokens, cost=used.cost,
                    trace_id=self.trace_id, error=error, sub_runs=list(self.sub_runs),
-                   conversation_id=self.conversation_id)
+                   conversation_id=self.conversation_id, carried=self.carried, resumed=self.resumed,
+                   paused=detail if stop is Stop.APPROVAL_REQUIRED else None)
 
     def _explain(self, stop: Stop, error: BaseException | None, detail: Any) -> str:
         b = self.budget
@@ -312,4 +329,7 @@ class RunState:
             return f"Stopped: the model asked for {detail}."
         if stop is Stop.CANCELLED:  # a stream whose consumer stopped reading: stream.run
             return "Stopped: the run was cancelled before it ended."
+        if stop is Stop.APPROVAL_REQUIRED:
+            waiting = detail.calls()
+            return f"Paused: {len(waiting)} tool call(s) wait for approval ({', '.join(c.name for c in waiting)})."
         raise AssertionError(f"no explanation for {stop!r}")  # pragma: no cover - Stop is closed

@@ -13,13 +13,14 @@ import functools
 import inspect
 import json
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, ClassVar, Iterable, Protocol, overload
+from typing import Any, Awaitable, Callable, ClassVar, Iterable, Protocol, Sequence, overload
 
 from ._deadline import Deadline, DeadlineExceeded
 from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type, in_thread, message_of
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
-__all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError"]
+__all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError", "Ask", "ask", "Approved",
+           "Paused"]
 
 
 class ToolError(Exception):
@@ -30,12 +31,43 @@ class FatalToolError(Exception):
     """A failure no retry can fix (revoked credentials, a tripped kill switch): ends the run."""
 
 
+class Paused(Exception):
+    """Raised by a tool whose work is waiting for a person (a sub-agent whose run stopped
+    ``approval_required``): the call is neither a success nor a failure, and the run pauses
+    with it. ``pending`` is what the tool's own run is waiting for."""
+
+    def __init__(self, pending: Any) -> None:
+        super().__init__("waiting for approval")
+        self.pending = pending
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A policy's answer that a person must decide on this call: see ``ask``."""
+
+    reason: str
+    """Why the call needs a decision, shown to the person deciding (``Run.pending``)."""
+
+
+def ask(reason: str) -> Ask:
+    """What a ``Policy`` returns for a call a person must approve first (a refund over the
+    limit): the call is not dispatched, and the run stops ``approval_required`` with it pending."""
+    return Ask(str(reason))
+
+
 class Policy(Protocol):
     """Decides whether a requested call may run: ``None`` allows it, a string denies it
-    and is the reason the model is shown. It sees the call as the model sent it, so
-    ``arguments`` may be a raw string when the model sent malformed JSON."""
+    and is the reason the model is shown, ``ask("why")`` holds it for a person's decision.
+    It sees the call as the model sent it, so ``arguments`` may be a raw string when the
+    model sent malformed JSON. It may be asked twice about one call: before the turn is
+    dispatched (is anything waiting?) and as the call is dispatched."""
 
-    def __call__(self, call: ToolCall, /) -> str | None: ...
+    def __call__(self, call: ToolCall, /) -> str | Ask | None: ...
+
+
+@dataclass(frozen=True)
+class Approved(ToolCall):
+    """A call a person approved (``Agent.resume``): dispatched without asking again."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +87,9 @@ class Tool:
     ``timeout``), as ``run`` does for an async tool; a running sync function cannot be
     stopped, so in ``run`` it is not enforced for one."""
 
+    requires_approval: bool = False
+    """Every call needs a person's decision before it runs (``Agent.resume``)."""
+
     ends_itself_at_deadline: ClassVar[bool] = False
     """A tool that stops itself at the run's deadline (a sub-agent, whose run inherits it and is
     recorded as ``time_budget_exhausted``): the driver does not cut it from outside."""
@@ -71,12 +106,12 @@ class Tool:
 @overload
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None,
-         timeout: float | None = None) -> Callable[[Callable[..., Any]], Tool]: ...
+def tool(*, name: str | None = None, description: str | None = None, timeout: float | None = None,
+         requires_approval: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
-def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
-         description: str | None = None, timeout: float | None = None) -> Tool | Callable[[Callable[..., Any]], Tool]:
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
+         timeout: float | None = None, requires_approval: bool = False) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, documented function (plain or ``async def``) into a ``Tool``; usable bare
     or with arguments.
 
@@ -91,7 +126,8 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
             raise ValueError(f"timeout must be positive, got {timeout}")
         summary, arg_docs = parse_docstring(inspect.getdoc(f) or "")
         return Tool(name=name or f.__name__, description=description or summary,
-                    parameters=parameters_schema(f, arg_docs), fn=f, timeout=timeout)
+                    parameters=parameters_schema(f, arg_docs), fn=f, timeout=timeout,
+                    requires_approval=requires_approval)
 
     return build(fn) if fn is not None else build
 
@@ -108,6 +144,7 @@ class Registry:
                 raise ValueError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
         self.policy = policy
+        self._approvals = any(t.requires_approval for t in self._tools.values())
         self._schemas = [t.schema() for t in self._tools.values()]
         self._checks = {name: _checker(t) for name, t in self._tools.items()}
         names = list(self._tools)
@@ -181,18 +218,49 @@ class Registry:
             return _failure(call, t, exc)  # the tool's own (it awaited something cancelled): a failed call
         return _result(call, ToolOutcome.OK, text)
 
-    def _check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
+    def waiting(self, calls: Sequence[ToolCall]) -> dict[int, str]:
+        """The calls of a turn (by position) that must wait for a person's decision, and why."""
+        if self.policy is None and not self._approvals:  # the common case: nothing ever waits
+            return {}
+        return {i: why for i, call in enumerate(calls) if (why := self.approval_reason(call)) is not None}
+
+    def approval_reason(self, call: ToolCall) -> str | None:
+        """Why ``call`` must wait for a person's decision, or ``None`` when it need not: the
+        policy answered ``ask(...)``, or its tool ``requires_approval``. A call that would
+        not run anyway (denied, unknown, invalid arguments) does not wait: the model is told
+        at once. An ``Approved`` call has its decision."""
+        checked = self._verdict(call)
+        return None if isinstance(checked, ToolResult) else checked[2]
+
+    def _verdict(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any], str | None]:
         """The policy, the tool's name and the arguments: a result saying why the call cannot
-        run, or the tool and the arguments to run it with."""
-        reason = None if self.policy is None else _ask(self.policy, call)
-        if reason is not None:
-            return _result(call, ToolOutcome.DENIED, f"Denied: {reason}")
+        run, or the tool, the arguments to run it with, and why a person must decide first."""
+        verdict = None if self.policy is None else _ask(self.policy, call)
+        if isinstance(verdict, str):
+            return _result(call, ToolOutcome.DENIED, f"Denied: {verdict}")
         t = self._tools.get(call.name)
         if t is None:
             return _result(call, ToolOutcome.UNKNOWN_TOOL, f"Error: unknown tool {_shown(call.name)}. {self._menu}")
         arguments, problem = _parse_arguments(call.arguments, self._checks[t.name])
         if problem is not None:
             return _result(call, ToolOutcome.INVALID_ARGUMENTS, f"Error: invalid arguments for {t.name}: {problem}.")
+        waits = None
+        if not isinstance(call, Approved):
+            if verdict is not None:
+                waits = verdict.reason
+            elif t.requires_approval:
+                waits = f"{t.name} requires approval"
+        return t, arguments, waits
+
+    def _check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
+        """``_verdict`` as dispatch acts on it: a call that needs a decision it does not have is
+        not run (a driver that does not pause: fail closed)."""
+        checked = self._verdict(call)
+        if isinstance(checked, ToolResult):
+            return checked
+        t, arguments, waits = checked
+        if waits is not None:
+            return _result(call, ToolOutcome.DENIED, f"Denied: needs a person's approval ({waits})")
         return t, arguments
 
 
@@ -233,6 +301,9 @@ def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
     """What a tool's exception means for the run and what the model is shown of it."""
     if isinstance(exc, FatalToolError):
         return _result(call, ToolOutcome.FATAL, f"Fatal error: {message_of(exc)}", error_type(exc))
+    if isinstance(exc, Paused):  # waiting for a person: the run pauses with it
+        return ToolResult(call_id=call.id, name=call.name, content="Waiting for approval.",
+                          outcome=ToolOutcome.PENDING, pending=exc.pending)
     if isinstance(exc, ToolError):  # written for the model to read
         return _result(call, ToolOutcome.ERROR, f"Error: {message_of(exc)}", error_type(exc))
     if isinstance(exc, DeadlineExceeded):  # its own timeout: error.type is the outcome
@@ -253,17 +324,18 @@ _MAX_MENU_NAMES = 32
 make every bad call cost a message the size of the registry."""
 
 
-def _ask(policy: Policy, call: ToolCall) -> str | None:
-    """The policy's verdict on a call: ``None`` to allow, else the reason it is denied."""
+def _ask(policy: Policy, call: ToolCall) -> str | Ask | None:
+    """The policy's verdict on a call: ``None`` to allow, ``Ask`` to hold it for a person, else
+    the reason it is denied."""
     try:
         verdict = policy(call)
     except (Exception, asyncio.CancelledError) as exc:  # fail closed: a broken guardrail must not wave calls through
         if isinstance(exc, asyncio.CancelledError) and being_cancelled():  # the run itself is cancelled
             raise
         return f"the policy failed ({error_type(exc)}), so the call was not run"
-    if verdict is None or isinstance(verdict, str):
+    if verdict is None or isinstance(verdict, (str, Ask)):
         return verdict
-    return f"the policy returned {type(verdict).__name__}, not None or a reason, so the call was not run"
+    return f"the policy returned {type(verdict).__name__}, not None, a reason or ask(...), so the call was not run"
 
 
 def _result(call: ToolCall, outcome: ToolOutcome, content: str, error_type: str | None = None) -> ToolResult:

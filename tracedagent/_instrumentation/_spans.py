@@ -20,12 +20,13 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._deadline import DeadlineExceeded
-from .._core._records import Completion, Message, ToolCall, ToolResult, being_cancelled, error_type
+from .._core._checkpoint import Checkpoint
+from .._core._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
 from .._core._run import Run, Step, ToolNames
 from ._status import answer_message, chat_failure, tool_failure, tool_interrupted
 from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
 
-__all__ = ["RunScope", "StepScope", "ChatScope", "ToolScope", "failure_kind"]
+__all__ = ["Resumed", "RunScope", "StepScope", "ChatScope", "ToolScope", "failure_kind"]
 
 
 def failure_kind(exc: BaseException) -> str:
@@ -39,6 +40,34 @@ def failure_kind(exc: BaseException) -> str:
     return error_type(exc)
 
 
+class Resumed:
+    """What a resumed run's span says of where it came from: a link to the paused run span,
+    its trace id, the checkpoint's id, and the decisions (tool names approved and denied)."""
+
+    __slots__ = ("checkpoint", "approved", "denied")
+
+    def __init__(self, checkpoint: Checkpoint, approved: list[str], denied: list[str]) -> None:
+        self.checkpoint = checkpoint
+        self.approved = approved
+        self.denied = denied
+
+    def attributes(self) -> dict[str, Any]:
+        cp = self.checkpoint
+        attributes: dict[str, Any] = {N.RESUMED_CHECKPOINT_ID: cp.id, N.APPROVAL_APPROVED: self.approved,
+                                      N.APPROVAL_DENIED: self.denied}
+        if cp.trace_id:
+            attributes[N.RESUMED_FROM] = cp.trace_id
+        return attributes
+
+    def links(self) -> list[trace.Link] | None:
+        cp = self.checkpoint
+        if not cp.trace_id or not cp.span_id:
+            return None
+        context = trace.SpanContext(int(cp.trace_id, 16), int(cp.span_id, 16), is_remote=True,
+                                    trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
+        return [trace.Link(context)] if context.is_valid else None
+
+
 class _Scope:
     """A span from its start to its one end, current in between.
 
@@ -49,9 +78,10 @@ class _Scope:
     __slots__ = ("span", "recording", "_token", "_open")
     doing = "ending a span"
 
-    def __init__(self, telemetry: AgentTelemetry, name: str, kind: SpanKind, attributes: dict[str, Any]) -> None:
+    def __init__(self, telemetry: AgentTelemetry, name: str, kind: SpanKind, attributes: dict[str, Any],
+                 links: list[trace.Link] | None = None) -> None:
         try:
-            self.span = telemetry.tracer.start_span(name, None, kind, attributes)
+            self.span = telemetry.tracer.start_span(name, None, kind, attributes, links)
         except Exception as exc:
             report("starting a span", exc)
             self.span = INVALID_SPAN
@@ -107,7 +137,8 @@ class RunScope(_Scope):
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
                  conversation_id: str | None = None, *, asynchronous: bool = False,
-                 parallel_tool_calls: bool = False, max_tool_concurrency: int | None = None) -> None:
+                 parallel_tool_calls: bool = False, max_tool_concurrency: int | None = None,
+                 resumed: Resumed | None = None) -> None:
         """``messages`` is what the run starts from (system prompt, history, task): recorded
         only with content capture on, which is what replay starts from too. The driver
         (``arun`` when ``asynchronous``) and, under ``arun``, how a turn's calls were
@@ -123,7 +154,12 @@ class RunScope(_Scope):
         if telemetry.capture is not None:
             with guard("capturing the task"):
                 attributes.update(telemetry.capture.conversation(messages))
-        _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes)
+        links = None
+        if resumed is not None:
+            with guard("linking the paused run"):
+                attributes.update(resumed.attributes())
+                links = resumed.links()
+        _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes, links)
         self._t = telemetry
         self._step: StepScope | None = None
         self._priced = budget.priced
@@ -136,6 +172,15 @@ class RunScope(_Scope):
             context = self.span.get_span_context()
             if context.is_valid:
                 return trace.format_trace_id(context.trace_id)
+        return None
+
+    @property
+    def span_id(self) -> str | None:
+        """The run span's id in hex (a paused run's checkpoint keeps it for the resumed run's link)."""
+        with guard("reading the span id"):
+            context = self.span.get_span_context()
+            if context.is_valid:
+                return trace.format_span_id(context.span_id)
         return None
 
     def start_step(self, index: int) -> None:
@@ -174,9 +219,14 @@ class RunScope(_Scope):
                     **tool_list_attributes(*run.tool_names())})
                 if self._t.capture is not None:  # the answer, where the run's GenAI tab shows it
                     self.span.set_attributes(self._t.capture.answer(answer_message(run)))
+                if run.paused is not None:
+                    self.span.set_attributes({N.CHECKPOINT_ID: run.paused.id, N.PENDING_CALLS: len(run.pending)})
                 if not run.ok:  # every stopped run has its stop event in one place, whatever the reason
-                    self.span.add_event(N.STOP_EVENT, {N.STOP_REASON: run.stop.value, N.STEP_INDEX: run.step_count - 1})
-        if run.ok:
+                    event = {N.STOP_REASON: run.stop.value, N.STEP_INDEX: (run.steps[0].index if run.steps else 0) + run.step_count - 1}
+                    if run.paused is not None:
+                        event[N.PENDING_CALLS] = len(run.pending)
+                    self.span.add_event(N.STOP_EVENT, event)
+        if run.ok or run.paused is not None:  # a pause is not a failure
             self._close()
         else:
             self.fail(run.stop.value, run.output)
@@ -233,6 +283,8 @@ class StepScope(_Scope):
                         **tool_list_attributes(*lists)})
                     if lists[3] and stop is not None:  # calls were not dispatched: say why
                         span.set_attribute(N.TOOLS_NOT_DISPATCHED_REASON, stop.value)
+                    if step.resumed:
+                        span.set_attribute(N.STEP_RESUMED, True)
                 if stop is not None and stop is not Stop.ANSWERED:
                     span.add_event(N.STOP_EVENT, {N.STOP_REASON: stop.value})
         except Exception as exc:
@@ -348,7 +400,7 @@ class ToolScope(_Scope):
                 self.span.set_attributes(captured)
         except Exception as exc:
             report(self.doing, exc)
-        if result.ok:
+        if result.ok or result.outcome is ToolOutcome.PENDING:  # waiting is not failing
             self._close()
         else:
             _Scope.fail(self, result.error_type or outcome, tool_failure(result, self._t.capture))

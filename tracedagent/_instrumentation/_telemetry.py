@@ -105,7 +105,7 @@ def _fits(names: list[str]) -> bool:
 
 
 def tool_list_attributes(requested: list[str], executed: list[str], blocked: list[str],
-                         not_dispatched: list[str]) -> dict[str, Any]:
+                         not_dispatched: list[str], pending: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
     """The tool-name lists of a step or run span, each bounded; where one had to be cut,
     ``<name>_count`` says how long it really was, so a list is never silently short.
     ``not_dispatched`` is there only when a call was not dispatched. The other three lists
@@ -113,6 +113,8 @@ def tool_list_attributes(requested: list[str], executed: list[str], blocked: lis
     lists = {N.TOOLS_REQUESTED: requested, N.TOOLS_EXECUTED: executed, N.TOOLS_BLOCKED: blocked}
     if not_dispatched:
         lists[N.TOOLS_NOT_DISPATCHED] = not_dispatched
+    if pending:
+        lists[N.TOOLS_PENDING] = pending
     if _fits(requested):
         return lists
     attributes: dict[str, Any] = {}
@@ -204,6 +206,11 @@ class AgentTelemetry:
         self.token_histogram = meter.create_histogram(
             N.METRIC_TOKEN_USAGE, unit="{token}", description="Tokens used per model call.",
             explicit_bucket_boundaries_advisory=N.TOKEN_USAGE_BUCKETS)
+        self.approval_wait_histogram = meter.create_histogram(
+            N.METRIC_APPROVAL_WAIT, unit="s", description="Time from a run's pause for approval to its resumption.",
+            explicit_bucket_boundaries_advisory=N.APPROVAL_WAIT_BUCKETS)
+        self.decision_counter = meter.create_counter(
+            N.METRIC_APPROVAL_DECISIONS, unit="{decision}", description="Approval decisions, by tool and outcome.")
         self.duration_histogram = meter.create_histogram(
             N.METRIC_OPERATION_DURATION, unit="s", description="Duration of model calls.",
             explicit_bucket_boundaries_advisory=N.OPERATION_DURATION_BUCKETS)

@@ -39,6 +39,7 @@ ATTRIBUTE_ALIASES: Mapping[str, str] = {
     "outcome": N.TOOL_OUTCOME,
     "step_index": N.STEP_INDEX,
     "error_type": N.ERROR_TYPE,
+    "checkpoint_id": N.CHECKPOINT_ID,
 }
 """Keyword → attribute key for the names tracedagent emits most often (see module doc)."""
 

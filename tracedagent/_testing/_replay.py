@@ -53,7 +53,7 @@ from .._core._run import Run, canonical_arguments
 from .._instrumentation._telemetry import tool_list_attributes
 from ._fake import FakeModel
 from .._core._deadline import DeadlineExceeded
-from .._core._tools import FatalToolError, Registry, Tool, ToolError
+from .._core._tools import Ask, FatalToolError, Registry, Tool, ToolError, ask
 from .._traces._trace import SpanRecord, group_traces
 
 if TYPE_CHECKING:
@@ -165,6 +165,7 @@ class Replay:
                  ("executed tools", r.tools.get("executed", []), lists["executed"]),
                  ("blocked tools", r.tools.get("blocked", []), lists["blocked"]),
                  ("not dispatched", r.tools.get("not_dispatched", []), lists["not_dispatched"]),
+                 ("pending", r.tools.get("pending", []), lists["pending"]),
                  ("lengths of the cut tool lists", r.tool_counts, counts)]
         if r.input_tokens is not None:
             facts.append(("input tokens", r.input_tokens, run.own_input_tokens))
@@ -276,6 +277,10 @@ _REFUSED_BEFORE_THE_TOOL = {ToolOutcome.DENIED.value, ToolOutcome.UNKNOWN_TOOL.v
                             ToolOutcome.INVALID_ARGUMENTS.value}
 
 
+_NOT_RUN = {ToolOutcome.DENIED.value, ToolOutcome.PENDING.value}
+"""Recorded calls no stub answers: the policy denied them, or they waited for a person."""
+
+
 def _stub_registry(recording: Recording) -> Registry:
     stubs = recording.stubs
     max_seconds = recording.budget.get("max_seconds") or 0
@@ -284,15 +289,17 @@ def _stub_registry(recording: Recording) -> Registry:
     # sees every call first, waits past the deadline for it instead of a stub.
     waits = {c.id for c in stubs if c.until_deadline and c.outcome in _REFUSED_BEFORE_THE_TOOL}
 
-    def policy(call: ToolCall) -> str | None:
+    held = {c.id for c in stubs if c.outcome == ToolOutcome.PENDING.value}  # waited for a person's decision
+
+    def policy(call: ToolCall) -> str | Ask | None:
         if call.id in waits:
             time.sleep(max_seconds)  # under arun this holds up the event loop, as nothing else runs then
-        return denied.get(call.id)
+        return ask("held for approval when recorded") if call.id in held else denied.get(call.id)
 
-    tools = [_stub(name, [c for c in stubs if c.name == name and c.outcome != ToolOutcome.DENIED.value],
+    tools = [_stub(name, [c for c in stubs if c.name == name and c.outcome not in _NOT_RUN],
                    max_seconds)
              for name in recording.tool_names]
-    return Registry(tools, policy=policy if denied or waits else None)
+    return Registry(tools, policy=policy if denied or waits or held else None)
 
 
 def _stub(name: str, calls: list[RecordedCall], max_seconds: float) -> Tool:
@@ -371,9 +378,12 @@ def steps_of(run: Run) -> list[RecordedStep]:
     for step in run.steps:
         c = step.completion
         calls = [RecordedCall(id=call.id, name=call.name, arguments=call.arguments) for call in c.tool_calls]
-        for call, result in zip(calls, step.tool_results):
+        dispatched = [call for i, call in enumerate(calls) if i not in step.waiting]
+        for call, result in zip(dispatched, step.tool_results):
             call.outcome, call.result = result.outcome.value, result.content
             call.error_type = result.error_type
+        for i in step.waiting if step.paused else ():
+            calls[i].outcome = ToolOutcome.PENDING.value
         steps.append(RecordedStep(text=c.text, calls=calls, model=c.model, finish_reason=c.finish_reason,
                                   response_id=c.response_id, usage=_usage(c.usage)))
     if run.step_count > len(run.steps):  # the run ended on a model call that failed

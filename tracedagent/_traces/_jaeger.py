@@ -40,6 +40,7 @@ MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 """A larger answer is refused rather than read into memory."""
 
 _ARRAY_ATTRIBUTES = frozenset({N.TOOLS_REQUESTED, N.TOOLS_EXECUTED, N.TOOLS_BLOCKED, N.TOOLS_NOT_DISPATCHED,
+                               N.TOOLS_PENDING, N.APPROVAL_APPROVED, N.APPROVAL_DENIED,
                                N.GEN_AI_RESPONSE_FINISH_REASONS})
 """Attributes tracedagent emits as arrays; Jaeger stores arrays as JSON strings, so these
 are decoded back (and only these: other string attributes may legitimately hold JSON)."""

@@ -203,7 +203,7 @@ class Recording:
 
 
 TOOL_LISTS = {"requested": N.TOOLS_REQUESTED, "executed": N.TOOLS_EXECUTED, "blocked": N.TOOLS_BLOCKED,
-              "not_dispatched": N.TOOLS_NOT_DISPATCHED}
+              "not_dispatched": N.TOOLS_NOT_DISPATCHED, "pending": N.TOOLS_PENDING}
 """``Recording.tools``' keys, and the run span's attributes they are read from."""
 
 _BUDGET_FIELDS = {N.BUDGET_MAX_STEPS: "max_steps", N.BUDGET_MAX_TOKENS: "max_tokens", N.BUDGET_MAX_COST: "max_cost",
@@ -274,7 +274,7 @@ def _stubs(steps: list[RecordedStep], stop_reason: str) -> list[RecordedCall]:
     """The dispatched calls, copied, the one during which the run's time ran out marked: a call
     the deadline cut off, or the last call of a run that stopped on its time budget right after
     its tools."""
-    stubs = [dataclasses.replace(c) for s in steps for c in s.calls if c.outcome is not None]
+    stubs = [dataclasses.replace(c) for s in steps for c in s.calls if c.outcome is not None]  # held ones too
     cut = [c for c in stubs if c.outcome == ToolOutcome.TIMEOUT.value and c.result == DEADLINE_RESULT]
     if cut:
         cut[0].until_deadline = True
@@ -349,6 +349,11 @@ class _Reader:
         else:  # no content: the calls' names, from the step span (their ids come from the tool spans)
             recorded.calls = [RecordedCall(id="", name=n) for n in string_list(step.attributes.get(N.TOOLS_REQUESTED))]
         self._fill_outcomes(recorded.calls, tool_spans, index)
+        waiting = string_list(step.attributes.get(N.TOOLS_PENDING))
+        for call in recorded.calls:  # held for a person's decision: no span, named on the step span
+            if call.outcome is None and call.name in waiting:
+                waiting.remove(call.name)
+                call.outcome = ToolOutcome.PENDING.value
         return recorded
 
     def _fill_outcomes(self, calls: list[RecordedCall], tool_spans: list[SpanRecord], index: Any) -> None:

@@ -198,6 +198,10 @@ class RunSummary:
     """How long it took."""
     conversation_id: str | None = None
     """``gen_ai.conversation.id``, when the run was part of a conversation."""
+    pending: tuple[str, ...] = ()
+    """Tools whose calls wait for a person's decision (``tracedagent.tools.pending``): the run paused."""
+    resumed_from: str | None = None
+    """For a resumed run, the trace id of the run it continued (``tracedagent.resumed_from``)."""
 
     @classmethod
     def of(cls, span: SpanRecord) -> RunSummary:
@@ -211,7 +215,8 @@ class RunSummary:
                    succeeded=tuple(string_list(a.get(N.TOOLS_EXECUTED))),
                    start_ns=span.start_ns, duration_ns=span.duration_ns,
                    conversation_id=None if a.get(N.GEN_AI_CONVERSATION_ID) is None
-                   else str(a[N.GEN_AI_CONVERSATION_ID]))
+                   else str(a[N.GEN_AI_CONVERSATION_ID]),
+                   pending=tuple(string_list(a.get(N.TOOLS_PENDING))), resumed_from=str_or_none(a.get(N.RESUMED_FROM)))
 
     @property
     def tokens(self) -> int:
