@@ -275,3 +275,27 @@ async def test_a_hundred_concurrent_aruns_share_one_session_and_keep_their_own_t
     for s in spans:
         by_trace.setdefault(f"{s.context.trace_id:032x}", []).append(s)
     assert sorted(by_trace) == sorted(run.trace_id for run in runs) and all(len(v) == 2 for v in by_trace.values())
+
+
+# --- an agent served as an MCP tool ------------------------------------------------------------
+
+SERVED = str(Path(__file__).parent / "mcp_servers" / "served_agent.py")
+HERE = {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+"""The served agent imports this checkout's tracedagent (a stdio server inherits few variables)."""
+
+
+def test_an_agent_served_as_an_mcp_tool_answers_or_names_its_stop():
+    recorder = Recorder()
+    with MCPServer.stdio(sys.executable, [SERVED], env=HERE, tracer_provider=recorder.tracer_provider, timeout=CALM) as served, \
+            MCPServer.stdio(sys.executable, [SERVED, "--give-up"], env=HERE, tracer_provider=recorder.tracer_provider,
+                            timeout=CALM) as giving_up:
+        [orders] = served.tools()
+        assert orders.name == "orders" and orders.parameters["required"] == ["task"]
+        tools = Registry([orders, *giving_up.tools(prefix="lazy_")])
+        model = FakeModel([turn(("orders", {"task": "Where is A-17?"}), ("lazy_orders", {"task": "Where is A-17?"})),
+                           "done"])
+        run = Agent(model, tools, **recorder.providers).run("go")
+    answered, gave_up = run.steps[0].tool_results
+    assert (answered.outcome, answered.content) == (ToolOutcome.OK, "Order A-17 shipped on Monday.")
+    assert (gave_up.outcome, gave_up.error_type) == (ToolOutcome.ERROR, "MCPToolError")
+    assert "step_budget_exhausted" in gave_up.content

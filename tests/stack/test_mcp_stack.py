@@ -57,3 +57,32 @@ def test_a_traced_mcp_servers_spans_are_children_of_the_tool_span_in_jaeger(tele
     assert t["mcp.method.name"] == "tools/call" and t["network.transport"] == "pipe"
     assert t["jsonrpc.request.id"] == tags(served)["jsonrpc.request.id"], "both ends name the same request"
     assert t["mcp.session.id"] and t["mcp.protocol.version"] == tags(served)["mcp.protocol.version"]
+
+
+def test_an_agent_served_over_mcp_runs_as_a_child_of_the_callers_tool_span_in_jaeger(telemetry, service_name):
+    served_service = f"{service_name}-served"
+    served = str(Path(WORKSHOP).parent / "served_agent.py")
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": OTLP_GRPC, "OTEL_SERVICE_NAME": served_service,
+           "PYTHONPATH": str(Path(WORKSHOP).resolve().parents[2])}
+    with MCPServer.stdio(sys.executable, [served], env=env, timeout=60,
+                         tracer_provider=telemetry.providers["tracer_provider"]) as server:
+        model = FakeModel([tool_call("orders", {"task": "Where is A-17?"}), "Shipped on Monday."])
+        run = Agent(model, Registry(server.tools()), name="mcp-caller", **telemetry.providers).run("Where is A-17?")
+    assert run.stop is Stop.ANSWERED and run.steps[0].tool_results[0].content == "Order A-17 shipped on Monday."
+    telemetry.force_flush(timeout=10)
+
+    def whole():
+        found = jaeger_trace(run.trace_id)
+        names = {s["operationName"] for s in found["spans"]} if found else set()
+        return found if {"execute_tool orders", "tools/call orders", "invoke_agent orders",
+                         "execute_tool lookup"} <= names else None
+
+    trace = eventually("the caller's and the served agent's spans in one trace", whole)
+    spans = {s["operationName"]: s for s in trace["spans"]}
+    services = {pid: p["serviceName"] for pid, p in trace["processes"].items()}
+    parent = {s["spanID"]: next(r["spanID"] for r in s["references"] if r["refType"] == "CHILD_OF")
+              for s in trace["spans"] if s["references"]}
+    tool, served_span, served_run = spans["execute_tool orders"], spans["tools/call orders"], spans["invoke_agent orders"]
+    assert parent[served_span["spanID"]] == tool["spanID"]
+    assert parent[served_run["spanID"]] == served_span["spanID"], "the served run is a child of the server span"
+    assert services[served_run["processID"]] == served_service and services[tool["processID"]] == service_name
