@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -190,6 +192,24 @@ def test_a_server_killed_mid_call_is_reported_on_that_call_and_started_again_for
     assert [s.parent.span_id for s in restarted] == [spans["again"].context.span_id], \
         "the restart's initialize nests under the call that needed it"
     assert spans["again"].attributes[N.MCP_SESSION_ID] != spans[next(iter(spans))].attributes[N.MCP_SESSION_ID]
+
+
+async def test_a_server_sigkilled_mid_call_is_reported_on_that_call(tmp_path):
+    recorder = Recorder()
+    started = tmp_path / "started"
+    async with workshop(recorder) as server:
+        tools = Registry(server.tools())
+        model = FakeModel([tool_call("hang", {"started": str(started)}), tool_call("echo", {"text": "after"}), "done"])
+        running = asyncio.ensure_future(Agent(model, tools, **recorder.providers).arun("go"))
+        deadline = time.monotonic() + CALM
+        while not (started.exists() and started.read_text()) and time.monotonic() < deadline and not running.done():
+            await asyncio.sleep(0.05)
+        os.kill(int(started.read_text()), signal.SIGKILL)
+        run = await running
+        assert server.connections == 2
+    killed, after = [r for step in run.steps for r in step.tool_results]
+    assert (killed.outcome, killed.error_type) == (ToolOutcome.ERROR, "MCPConnectionLost")
+    assert (after.outcome, after.content) == (ToolOutcome.OK, '{"result": "after"}'), "started again for the next call"
 
 
 def test_a_server_gone_for_good_is_an_error_on_each_call():

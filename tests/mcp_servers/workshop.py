@@ -61,8 +61,11 @@ def reject() -> str:
 
 
 @server.tool()
-async def hang() -> str:
-    """Never answers."""
+async def hang(started: str = "") -> str:
+    """Never answers; first writes the file ``started`` names, if any, so a test knows the call arrived."""
+    if started:
+        with open(started, "w") as marker:
+            marker.write(str(os.getpid()))
     await asyncio.Event().wait()
     return "unreachable"
 
