@@ -34,6 +34,15 @@ def test_the_overhead_benchmark_runs_and_prints_every_figure():
         assert figure in done.stdout, done.stdout
 
 
+def test_the_overhead_benchmark_prints_the_async_drivers_rows():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "overhead.py"), "--runs", "2", "--repeats", "3"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for figure in ("(g) (a) through arun", "(g)/(a) = ", "cheapest of the 3 turns", "arun untraced (g)",
+                   "cheapest (f)/(b) = ", "cheapest (g)/(a) = ", "cheapest (b)/(c) = "):
+        assert figure in done.stdout, done.stdout
+
+
 def test_the_overhead_benchmark_refuses_turns_the_default_queue_cannot_hold():
     done = subprocess.run([sys.executable, str(BENCHMARKS / "overhead.py"), "--runs", "100"],
                           capture_output=True, text=True, timeout=60)

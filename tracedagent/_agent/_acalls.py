@@ -4,7 +4,7 @@ What to do is still ``RunState``'s to decide (whether a call may start, whether 
 the turn, what a call cut off returns); this module is only how an asyncio driver carries it
 out: each call awaited until the run's deadline, a cancellation of the run never lost on the
 way (Python 3.11's ``wait_for`` and a tool that swallows ``CancelledError`` can both drop one),
-and a turn's calls in tasks of their own, each with a copy of the context (the step span
+and a turn's calls each with a copy of the context (the step span
 current), concurrently or one after another. Any async driver (``arun``, a streaming one)
 calls the model and dispatches a turn through these two functions.
 """
@@ -12,15 +12,20 @@ calls the model and dispatches a turn through these two functions.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Sequence
+import contextvars
+from typing import Any, Generator, Sequence
 
 from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
 from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_requests, check_completion
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 
-__all__ = ["complete", "dispatch", "dispatch_turn"]
+__all__ = ["complete", "dispatch", "dispatch_turn", "InContext"]
 
+_COUNTS_CANCELLATIONS = hasattr(asyncio.Task, "cancelling")
+"""Python 3.11+: a task counts the cancellations asked of it (``cancel_requests``), so one
+asked for while the task was not awaiting anything is seen without a trip round the event
+loop; on 3.10 only ``await asyncio.sleep(0)`` delivers it."""
 
 
 async def complete(model: InstrumentedModel, messages: list[Message], tools: list[dict[str, Any]] | None,
@@ -48,12 +53,45 @@ async def dispatch(tools: InstrumentedRegistry, call: ToolCall, deadline: Deadli
     return result
 
 
+class InContext:
+    """An awaitable run step by step in ``context``: each resumption of it enters ``context``,
+    whichever task awaits it, and a cancellation of that task is thrown in there too. What
+    ``asyncio.create_task`` gives a call (a context of its own, where what it sets stays),
+    without a task and the trips round the event loop a task costs."""
+
+    __slots__ = ("_run", "_it")
+
+    def __init__(self, context: contextvars.Context, awaitable: Any) -> None:
+        self._run = context.run
+        self._it = awaitable.__await__()
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        run, it = self._run, self._it
+        try:
+            signal = run(it.send, None)
+        except StopIteration as stop:
+            return stop.value
+        while True:
+            try:
+                value = yield signal
+            except BaseException as exc:  # a cancellation of the awaiting task, most often
+                try:
+                    signal = run(it.throw, exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    signal = run(it.send, value)
+                except StopIteration as stop:
+                    return stop.value
+
+
 async def dispatch_turn(tools: InstrumentedRegistry, state: RunState, calls: Sequence[ToolCall], *,
                         parallel: bool, concurrency: int | None) -> list[ToolResult]:
-    """A turn's calls, their results in the model's call order. Each call runs in a task of
-    its own, with a copy of this context (the step span current), so that what a tool sets
-    in its context stays in its call. In parallel the calls' spans are siblings that
-    overlap; one after another (``parallel`` off, or a lone call), a result that ends the turn
+    """A turn's calls, their results in the model's call order. Each call runs with a copy of
+    this context (the step span current), so that what a tool sets in its context stays in its
+    call: in parallel, in tasks of their own, whose spans are siblings that overlap; one after
+    another (``parallel`` off, or a lone call), a result that ends the turn
     (``RunState.ends_turn``) keeps the rest from being dispatched. A call is started only if
     ``RunState.may_start`` says so. A cancellation asked for while the calls ran takes effect
     as the turn ends, even if a tool swallowed it."""
@@ -65,11 +103,12 @@ async def dispatch_turn(tools: InstrumentedRegistry, state: RunState, calls: Seq
         for call in calls:
             if not state.may_start(call):
                 break
-            results.append(await asyncio.create_task(dispatch(tools, call, state.deadline)))
+            results.append(await InContext(contextvars.copy_context(), dispatch(tools, call, state.deadline)))
             if state.ends_turn(results[-1]):
                 break
-    await asyncio.sleep(0)  # delivers a cancellation asked for while nothing was awaited
-    raise_if_cancelled_since(requests)
+    if not _COUNTS_CANCELLATIONS:  # Python 3.10: deliver one asked for while nothing was awaited
+        await asyncio.sleep(0)
+    raise_if_cancelled_since(requests)  # 3.11+: every one asked for is counted, delivered or not
     return results
 
 

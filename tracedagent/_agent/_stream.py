@@ -253,11 +253,11 @@ class AsyncAgentStream(_Stream):
     def __anext__(self) -> Any:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
-        return _InContext(self._h.context, self._events.__anext__())
+        return _acalls.InContext(self._h.context, self._events.__anext__())
 
     async def aclose(self) -> None:
         """End the stream here: a run still going ends ``cancelled``, every span it opened ended."""
-        await _InContext(self._h.context, self._events.aclose())
+        await _acalls.InContext(self._h.context, self._events.aclose())
 
     def __del__(self) -> None:
         # Dropped unclosed: closed on its loop, in its context (the spans end where they began).
@@ -271,7 +271,7 @@ class AsyncAgentStream(_Stream):
 
 
 async def _aclose(context: contextvars.Context, events: Any) -> None:
-    await _InContext(context, events.aclose())
+    await _acalls.InContext(context, events.aclose())
 
 
 async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
@@ -342,33 +342,3 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     for event in h.ending(traced, run, parent):
         yield event
 
-
-class _InContext:
-    """An awaitable run step by step in ``context``: each resumption of the stream's code enters
-    the run's context, whichever task awaits it (cancellations are thrown in there too)."""
-
-    __slots__ = ("_run", "_it")
-
-    def __init__(self, context: contextvars.Context, awaitable: Any) -> None:
-        self._run = context.run
-        self._it = awaitable.__await__()
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        run, it = self._run, self._it
-        try:
-            signal = run(it.send, None)
-        except StopIteration as stop:
-            return stop.value
-        while True:
-            try:
-                value = yield signal
-            except BaseException as exc:  # a cancellation of the awaiting task, most often
-                try:
-                    signal = run(it.throw, exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    signal = run(it.send, value)
-                except StopIteration as stop:
-                    return stop.value

@@ -5,8 +5,9 @@ Owns what a run *is* and every decision taken on it, with no telemetry and no I/
 * ``_records`` - the shapes that cross the model boundary (``Message``, ``Completion``,
   ``ToolCall``, ``ToolResult``, ``Usage``) and the ``Model`` protocol.
 * ``_budget`` - ``Budget`` (the ceilings and prices) and ``Stop`` (every named exit).
-* ``_run`` - ``RunState``, which makes every decision a driver takes, and the ``Run`` and
-  ``Step`` records it builds.
+* ``_run`` - ``RunState``, which makes every decision a driver takes; ``_result`` - the
+  ``Run`` and ``Step`` records it builds; ``_usage`` - ``RunUsage``, a run's totals.
+* ``_deadline`` - ``Deadline``: when a run's time is up, on a clock its driver chooses.
 * ``_tools`` / ``_schemas`` - ``Tool``, ``Registry``, ``Policy``, argument schemas from type hints.
 * ``_names`` - every attribute, metric, event and environment-variable name, in one place.
 * ``_secrets`` - the ``Redactor`` that blanks credential shapes in captured text.

@@ -161,6 +161,9 @@ STEP_INDEX = "tracedagent.step.index"
 STEP_INPUT_TOKENS = "tracedagent.step.input_tokens"
 STEP_OUTPUT_TOKENS = "tracedagent.step.output_tokens"
 TOOL_OUTCOME = "tracedagent.tool.outcome"
+TOOL_DEADLINE_CUT = "tracedagent.tool.deadline_cut"
+"""``true`` on a tool span whose call the run's deadline cut off (``ToolResult.deadline_cut``):
+the fact, where a reader would otherwise match the result's sentence."""
 
 ERROR_CANCELLED = "cancelled"
 """``error.type`` of a span whose work was interrupted (a cancelled task, ``KeyboardInterrupt``)."""

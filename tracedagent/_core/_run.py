@@ -179,7 +179,8 @@ class RunState(Pausing):
     def out_of_time(self) -> Run | None:
         """The time budget, checked before each model call (and with the other ceilings after
         each step's tools)."""
-        return self.finish(Stop.TIME_BUDGET) if self._time_up() else None
+        deadline = self.deadline
+        return self.finish(Stop.TIME_BUDGET) if deadline is not None and deadline.passed() else None
 
     def before_call(self) -> Run | None:
         """Before each model call: the time budget, and whether anything is left of the token

@@ -205,10 +205,8 @@ class Registry:
             return checked
         t, arguments = checked
         try:
-            if t.is_async:
-                value = await _within(t.timeout, t.fn(**arguments))
-            else:
-                value = await _within(t.timeout, in_thread(t.fn, **arguments))
+            work = t.fn(**arguments) if t.is_async else in_thread(t.fn, **arguments)
+            value = await (work if t.timeout is None else Deadline.after(t.timeout).cut(work))
             text = to_text(value)
         except Exception as exc:
             return _failure(call, t, exc)

@@ -48,9 +48,14 @@ class InstrumentedModel:
                  max_output_tokens: int | None = None, temperature: float | None = None, *,
                  timeout: float | None = None) -> Completion:
         """``timeout`` is the time the run has left, passed on if the model takes one."""
-        with self.chat(messages, max_output_tokens, temperature) as chat:
-            options = self._options(tools, max_output_tokens, temperature, timeout, self._sync_takes_timeout)
-            completion = check_completion(self.wrapped.complete(messages, **options))
+        with ChatScope(self._t, messages, max_output_tokens, temperature) as chat:
+            if timeout is not None and self._sync_takes_timeout:
+                answer = self.wrapped.complete(messages, tools=tools, max_output_tokens=max_output_tokens,
+                                               temperature=temperature, timeout=timeout)
+            else:
+                answer = self.wrapped.complete(messages, tools=tools, max_output_tokens=max_output_tokens,
+                                               temperature=temperature)
+            completion = check_completion(answer)
             chat.end(completion)
         return completion
 
@@ -87,7 +92,7 @@ class InstrumentedRegistry:
         return ToolScope(self._t, call, known=call.name in self.wrapped)
 
     def dispatch(self, call: ToolCall) -> ToolResult:
-        with self.span(call) as scope:
+        with ToolScope(self._t, call, known=call.name in self.wrapped) as scope:
             result = self.wrapped.dispatch(call)
             scope.end(result)
         return result

@@ -393,6 +393,8 @@ class ToolScope(_Scope):
         outcome = result.outcome.value
         try:
             self.span.set_attribute(N.TOOL_OUTCOME, outcome)
+            if result.deadline_cut:
+                self.span.set_attribute(N.TOOL_DEADLINE_CUT, True)
             if self._t.capture is not None and self.recording:
                 captured = self._t.capture.result(result.content)
                 if self._cut:

@@ -25,7 +25,6 @@ from .._core import _names as N
 from .._core._budget import Budget, Stop
 from ._otlp_json import parse_json
 from .._core._records import Message, ToolOutcome
-from .._core._run import DEADLINE_CUT_RESULT
 from ._trace import (SpanRecord, Trace, finite_or_none, int_or_none, is_int, list_or_empty, str_or_none,
                      string_list)
 
@@ -34,8 +33,6 @@ __all__ = ["ReplayError", "RecordedCall", "RecordedStep", "Recording", "FORMAT",
 FORMAT = "tracedagent-replay/1"
 """The ``format`` of a recording's JSON; a file of another format is refused."""
 
-DEADLINE_RESULT = DEADLINE_CUT_RESULT
-"""What a tool call the run's deadline cut off returns (``RunState.cut_off``)."""
 
 
 class ReplayError(ValueError):
@@ -58,6 +55,8 @@ class RecordedCall:
     """What the model was shown (``gen_ai.tool.call.result``); ``None`` without content."""
     error_type: str | None = None
     """``error.type`` of a call that failed, e.g. ``ToolError``."""
+    deadline_cut: bool = False
+    """The run's deadline cut the call off (``tracedagent.tool.deadline_cut``)."""
     until_deadline: bool = False
     """As a stub: the run's time ran out during this call, so the stub waits past the deadline."""
 
@@ -250,7 +249,7 @@ def _only_arun(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> b
         if any(c.operation == N.OP_CHAT and c.attributes.get(N.ERROR_TYPE) == N.ERROR_TIMEOUT
                for c in trace.children(step)):
             return True
-    return any(t.attributes.get(N.GEN_AI_TOOL_CALL_RESULT) == DEADLINE_RESULT for t in tool_spans)
+    return any(t.attributes.get(N.TOOL_DEADLINE_CUT) is True for t in tool_spans)
 
 
 def _tool_names(steps: list[RecordedStep]) -> list[str]:
@@ -275,7 +274,7 @@ def _stubs(steps: list[RecordedStep], stop_reason: str) -> list[RecordedCall]:
     the deadline cut off, or the last call of a run that stopped on its time budget right after
     its tools."""
     stubs = [dataclasses.replace(c) for s in steps for c in s.calls if c.outcome is not None]  # held ones too
-    cut = [c for c in stubs if c.outcome == ToolOutcome.TIMEOUT.value and c.result == DEADLINE_RESULT]
+    cut = [c for c in stubs if c.deadline_cut]
     if cut:
         cut[0].until_deadline = True
     elif stop_reason == Stop.TIME_BUDGET.value and steps and steps[-1].error is None and steps[-1].calls and stubs:
@@ -366,6 +365,7 @@ class _Reader:
                 continue
             t = span.attributes
             call.outcome = str(t.get(N.TOOL_OUTCOME, ToolOutcome.ERROR.value))
+            call.deadline_cut = t.get(N.TOOL_DEADLINE_CUT) is True
             call.error_type = str_or_none(t.get(N.ERROR_TYPE)) if t.get(N.ERROR_TYPE) != call.outcome else None
             call.result = self.text(t.get(N.GEN_AI_TOOL_CALL_RESULT), f"a result of {call.name} in step {index}",
                                     t, N.GEN_AI_TOOL_CALL_RESULT)
