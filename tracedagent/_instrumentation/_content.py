@@ -34,8 +34,7 @@ _MARGIN = 256
 """Characters past a cut that the redactor still reads, so that a secret the cut would split is
 blanked whole (the credential shapes it knows are shorter)."""
 _MIN_SHARE = 256
-"""Each message kept in a conversation that does not fit is given at least this share of the
-limit: the oldest messages after the first are left out to make room."""
+"""How much of each string the walk of a structure counts before the fit shares the limit out."""
 _MAX_KEY = 128
 """A mapping key is cut to this many characters."""
 _ATTEMPTS = 4
@@ -117,13 +116,22 @@ class ContentCapture:
     # --- fitting -----------------------------------------------------------------------------
 
     def _fit_messages(self, messages: list[Message]) -> tuple[str, bool]:
-        """A conversation as GenAI messages: the first message and as many of the latest as each
-        get ``_MIN_SHARE`` of the limit, with an ``omitted`` part in place of the rest."""
-        keep = max(2, self.limit // _MIN_SHARE)
-        if len(messages) <= keep:
+        """A conversation as GenAI messages; when they would not fit, the first message and as
+        many of the latest as fit, each counted at most a quarter of the limit (so that one huge
+        message, which the fit will cut, does not push out all the others), with one
+        ``omitted`` part in place of the rest."""
+        sizes = [_size(m) for m in messages]
+        if sum(sizes) <= self.limit or len(messages) <= 2:
             return self._fit([_message(m) for m in messages])
-        shown = [_message(messages[0]), _omitted(messages[1], len(messages) - keep),
-                 *(_message(m) for m in messages[len(messages) - keep + 1:])]
+        room, share = self.limit - min(sizes[0], self.limit // 4), self.limit // 4
+        first_kept = len(messages)
+        while first_kept > 1 and (first_kept == len(messages) or room - min(sizes[first_kept - 1], share) >= 0):
+            first_kept -= 1
+            room -= min(sizes[first_kept], share)
+        if first_kept == 1:
+            return self._fit([_message(m) for m in messages])
+        shown = [_message(messages[0]), _omitted(messages[1], first_kept - 1),
+                 *(_message(m) for m in messages[first_kept:])]
         return self._fit(shown, cut=True)
 
     def _fit(self, value: Any, *, cut: bool = False) -> tuple[str, bool]:
@@ -294,6 +302,18 @@ def _as_text(value: Any) -> str:
         return str(value)
     except (Exception, RecursionError):  # an int too long to print, a __str__ that raises
         return f"<{type(value).__name__} that cannot be shown>"
+
+
+def _size(message: Message) -> int:
+    """About how many characters a message takes as captured JSON, without reading it: its
+    text's length, its tool calls' (arguments as sent, or 32 a key), and the structure's."""
+    content = message.get("content")
+    size = 64 + (len(content) if isinstance(content, str) else 64)
+    for call in message.get("tool_calls") or ():
+        arguments = call.get("arguments") if isinstance(call, Mapping) else None
+        size += 96 + (len(arguments) if isinstance(arguments, str) else
+                      32 * len(arguments) if isinstance(arguments, Mapping) else 64)
+    return size
 
 
 def _omitted_part(count: int) -> dict[str, Any]:
