@@ -183,3 +183,18 @@ def test_a_secret_never_reaches_the_wire_with_capture_on(kind, where):
     wire = encode_spans(rec.spans()).SerializeToString()
     assert secret.encode() not in wire
     assert b"svc" in wire or "svc" not in text  # what is not a secret stays
+
+
+def test_a_long_conversation_of_short_messages_that_fits_is_not_cut():
+    from tracedagent._instrumentation._content import ContentCapture
+
+    capture = ContentCapture(None, LIMIT)
+    messages = [{"role": "user", "content": "flood"}] + [
+        {"role": "tool", "tool_call_id": f"c{i}", "name": "ping", "content": "pong"} for i in range(200)]
+    attributes = capture.conversation(messages)
+    assert N.CONTENT_TRUNCATED not in attributes
+    assert len(json.loads(attributes[N.GEN_AI_INPUT_MESSAGES])) == 201  # (128 kept before: a count, not a size)
+    long = messages + [{"role": "assistant", "content": "x" * 2 * LIMIT}]  # one huge message: it is cut,
+    shown = json.loads(capture.conversation(long)[N.GEN_AI_INPUT_MESSAGES])  # the others stay
+    assert len(shown) == 202 and shown[-1]["parts"][0]["content"].startswith("xxx")
+    assert {part["type"] for message in shown for part in message["parts"]} == {"text", "tool_call_response"}

@@ -69,6 +69,15 @@ class _Leaf:
         self.cut = False
 
 
+class _Name(str):
+    """A string of the shape, not the content (a part's type, a role, a call's id or name): never
+    shortened, or the messages would no longer be the GenAI shapes; bounded to ``_MAX_KEY``."""
+
+
+def _name(value: Any) -> Any:
+    return _Name(value[:_MAX_KEY]) if isinstance(value, str) else value
+
+
 class ContentCapture:
     """Turns loop values into the content attributes of one agent's spans."""
 
@@ -91,7 +100,7 @@ class ContentCapture:
     def output(self, completion: Completion) -> dict[str, Any]:
         """``gen_ai.output.messages`` for one model turn."""
         message = _message(completion.as_message())
-        message["finish_reason"] = completion.finish_reason or ("tool_call" if completion.tool_calls else "stop")
+        message["finish_reason"] = _name(completion.finish_reason or ("tool_call" if completion.tool_calls else "stop"))
         return _Attributes().add(N.GEN_AI_OUTPUT_MESSAGES, *self._fit([message])).attributes
 
     def answer(self, messages: Any) -> dict[str, Any]:
@@ -137,21 +146,25 @@ class ContentCapture:
     def _fit(self, value: Any, *, cut: bool = False) -> tuple[str, bool]:
         """``value`` as JSON of at most ``limit`` characters, and whether anything was cut: its
         strings shortened to a common length (those shorter keep all they have), then, if that
-        is not enough, ever shorter; a structure too large to walk is walked as far as fits."""
-        walk = _Walk(self, self.limit)
-        tree = walk.build(value, 0)
-        cut = cut or walk.cut
-        lengths = sorted(len(leaf.raw) for leaf in walk.leaves)
-        room = self.limit - walk.fixed - 2 * len(lengths)  # every string's quotes
-        share = _share(lengths, room)
-        for _ in range(_ATTEMPTS):
-            for leaf in walk.leaves:
-                self._show(leaf, share)
-            text = _dumps(tree)
-            if len(text) <= self.limit:
-                return encodable(text), cut or any(leaf.cut for leaf in walk.leaves)
-            # escapes (\n, \", \u0000) made it longer than counted: shorten in proportion
-            share = max(0, int(share * self.limit / len(text) * 0.9) - 1)
+        is not enough, ever shorter; a structure too large for that is walked only as far as
+        twice the limit, then the limit, then half of it... (its walk estimates the size)."""
+        budget = 2.0 * self.limit
+        while budget >= 16:
+            walk = _Walk(self, budget)
+            tree = walk.build(value, 0)
+            lengths = sorted(len(leaf.raw) for leaf in walk.leaves)
+            share = _share(lengths, self.limit - walk.fixed - 2 * len(lengths))  # 2: every string's quotes
+            if lengths and sum(lengths) + 2 * len(lengths) <= self.limit:
+                share = lengths[-1]  # the strings alone fit: try them whole (the walk's estimate is rough)
+            for _ in range(_ATTEMPTS):
+                for leaf in walk.leaves:
+                    self._show(leaf, share)
+                text = _dumps(tree)
+                if len(text) <= self.limit:
+                    return encodable(text), cut or walk.cut or any(leaf.cut for leaf in walk.leaves)
+                # escapes (\n, \", \u0000) made it longer than counted: shorten in proportion
+                share = max(0, int(share * self.limit / len(text) * 0.9) - 1)
+            budget /= 2
         return _dumps([_omitted_part(1)]), True
 
     def _show(self, leaf: _Leaf, share: int) -> None:
@@ -223,6 +236,9 @@ class _Walk:
         return self.cut
 
     def build(self, value: Any, depth: int) -> Any:
+        if isinstance(value, _Name):
+            self.fixed += len(value) + 2
+            return self.capture.redact(str(value))
         if isinstance(value, (str, _Leaf)):
             leaf = value if isinstance(value, _Leaf) else _Leaf(value)
             self.leaves.append(leaf)
@@ -318,12 +334,12 @@ def _size(message: Message) -> int:
 
 def _omitted_part(count: int) -> dict[str, Any]:
     """What stands for content left out at the capture limit: a part saying how much."""
-    return {"type": N.CONTENT_OMITTED_PART, "count": count}
+    return {"type": _Name(N.CONTENT_OMITTED_PART), "count": count}
 
 
 def _omitted(first: Message, count: int) -> dict[str, Any]:
     """The message standing for ``count`` messages left out of a conversation."""
-    return {"role": first.get("role", "user"), "parts": [_omitted_part(count)]}
+    return {"role": _name(first.get("role", "user")), "parts": [_omitted_part(count)]}
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -332,12 +348,13 @@ def _message(message: Message) -> dict[str, Any]:
     parts: list[Any] = []
     if role == "tool":
         content = message.get("content", "")
-        parts.append({"type": "tool_call_response", "id": message.get("tool_call_id"),
+        parts.append({"type": _Name("tool_call_response"), "id": _name(message.get("tool_call_id")),
                       "response": _Leaf(content, json_text=True) if isinstance(content, str) else content})
-        return {"role": "tool", "parts": parts, **({"name": message["name"]} if message.get("name") else {})}
+        return {"role": _Name("tool"), "parts": parts,
+                **({"name": _name(message["name"])} if message.get("name") else {})}
     if message.get("content"):
-        parts.append({"type": "text", "content": message["content"]})
+        parts.append({"type": _Name("text"), "content": message["content"]})
     for call in message.get("tool_calls") or ():
-        parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"),
+        parts.append({"type": _Name("tool_call"), "id": _name(call.get("id")), "name": _name(call.get("name")),
                       "arguments": call.get("arguments")})
-    return {"role": role, "parts": parts}
+    return {"role": _name(role), "parts": parts}
