@@ -107,3 +107,12 @@ def test_the_capture_cost_benchmark_runs_and_prints_every_figure():
     assert done.returncode == 0, done.stderr
     for figure in ("capture off", "capture on", "on/off = ", "longest event-loop block"):
         assert figure in done.stdout, done.stdout
+
+
+def test_the_streaming_benchmark_runs_and_prints_every_figure():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "streaming.py"), "--chunks", "2000", "--runs", "2",
+                           "--repeats", "2"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for figure in ("stream   adds", "astream  adds", "every event kept: 1.0", "no event kept", "run ", "stream ",
+                   "arun ", "astream ", "stream/run = ", "astream/arun = "):
+        assert figure in done.stdout, done.stdout

@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, Generator, Iterator, Protocol, Sequence
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
-from .._core._events import RunEnd, StepEnd, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
+from .._core._events import RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, text_delta
 from .._core._records import Message, being_cancelled
 from .._core._run import Run, RunState, current_run
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
@@ -194,7 +194,7 @@ def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent,
                              deadline=state.deadline)
         try:
             for text in texts:
-                yield TextDelta(agent=name, text=text)
+                yield text_delta(name, text)
         except DeadlineExceeded:
             return state.model_failed(None, turn.received())
         except Exception as exc:
@@ -292,7 +292,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
                                   deadline=state.deadline)
             try:
                 async for text in texts:
-                    yield TextDelta(agent=name, text=text)
+                    yield text_delta(name, text)
             except DeadlineExceeded:
                 run = state.model_failed(None, turn.received())
                 break

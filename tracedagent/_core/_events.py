@@ -15,7 +15,7 @@ from typing import ClassVar, Union
 from ._records import ToolCall, ToolResult
 from ._run import Run, Step
 
-__all__ = ["TextDelta", "ToolCallEvent", "ToolResultEvent", "StepEnd", "RunEnd", "StreamEvent"]
+__all__ = ["text_delta", "TextDelta", "ToolCallEvent", "ToolResultEvent", "StepEnd", "RunEnd", "StreamEvent"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -72,6 +72,20 @@ class RunEnd:
     """The name of the agent whose run it was."""
     run: Run
     """The run, which ``stream.run`` also gives from now on."""
+
+
+_new = object.__new__
+_set_agent = TextDelta.agent.__set__  # type: ignore[attr-defined]
+_set_text = TextDelta.text.__set__  # type: ignore[attr-defined]
+
+
+def text_delta(agent: str, text: str) -> TextDelta:
+    """``TextDelta(agent=agent, text=text)`` at half the cost: the drivers make one per chunk,
+    and a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``."""
+    event = _new(TextDelta)
+    _set_agent(event, agent)
+    _set_text(event, text)
+    return event
 
 
 StreamEvent = Union[TextDelta, ToolCallEvent, ToolResultEvent, StepEnd, RunEnd]

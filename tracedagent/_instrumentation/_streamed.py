@@ -145,15 +145,23 @@ class StreamedModel:
         try:
             options = self._options(tools, max_output_tokens, temperature, deadline, self._stream_takes_timeout)
             chunks = iter(self._stream(messages, **options))
-            first = True
-            for chunk in chunks:
-                if first:
-                    scope.first_chunk()
-                    first = False
-                text = turn.add(chunk)
+            append, add = turn.texts.append, turn.add
+            for chunk in chunks:  # the first chunk
+                scope.first_chunk()
+                text = add(chunk)
                 if text:
                     yield text
                 if deadline is not None and deadline.passed():
+                    raise DeadlineExceeded
+                break
+            for chunk in chunks:  # the rest: text, the common chunk, on the shortest path
+                if type(chunk) is str:
+                    append(chunk)
+                    if chunk:
+                        yield chunk
+                elif text := add(chunk):
+                    yield text
+                if deadline is not None and time.monotonic() >= deadline:
                     raise DeadlineExceeded
             turn.result = check_completion(turn.completion())
         except GeneratorExit:  # the consumer stopped reading
