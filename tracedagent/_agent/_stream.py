@@ -24,8 +24,8 @@ from typing import Any, AsyncIterator, Generator, Iterator, Protocol, Sequence
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
-from .._core._events import RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, text_delta
-from .._core._records import Message, being_cancelled
+from .._core._events import RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, event_sink, text_delta
+from .._core._records import Message, ToolCall, ToolResult, being_cancelled
 from .._core._run import Run, RunState, current_run
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._core._deadline import DeadlineExceeded
@@ -73,7 +73,7 @@ class _Run:
     once the stream has ended, the ``Run``. The driver holds this, never the stream object, so
     that a stream dropped unclosed is collected (and closed) at once."""
 
-    __slots__ = ("agent", "arguments", "context", "run", "started", "ended", "announced")
+    __slots__ = ("agent", "arguments", "context", "run", "started", "ended", "announced", "pending", "queue")
 
     def __init__(self, agent: _Agent, arguments: tuple[Any, ...]) -> None:
         self.agent = agent
@@ -84,6 +84,10 @@ class _Run:
         self.ended = False
         self.announced = -1
         """The index of the last step a ``step_end`` was yielded for."""
+        self.pending: list[StreamEvent] = []
+        """Under ``stream``: sub-agents' events, yielded once their call has returned."""
+        self.queue: asyncio.Queue[StreamEvent | None] | None = None
+        """Under ``astream``: sub-agents' events, yielded as they come while their calls run."""
 
     def open(self, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None, Any]:
         """The run's scope and state, in the run's context (at the first event)."""
@@ -92,7 +96,15 @@ class _Run:
         with guard("marking the driver"):
             if traced.recording:
                 traced.span.set_attribute(N.DRIVER, N.DRIVER_ASTREAM if asynchronous else N.DRIVER_STREAM)
+        if asynchronous:
+            self.queue = asyncio.Queue()
+        event_sink.set(self.pending.append if not asynchronous else self.queue.put_nowait)  # type: ignore[union-attr]
         return traced, state, parent, current_run.set(state)
+
+    def forwards(self, calls: Sequence[ToolCall]) -> bool:
+        """Whether a turn calls a sub-agent, whose events this stream passes on while it runs."""
+        registry = self.agent._tools.wrapped
+        return any(getattr(registry.get(call.name), "forwards_events", False) for call in calls)
 
     def interrupted(self, traced: RunScope, state: RunState, exc: BaseException) -> None:
         """The run ended without a ``Run`` of its own: closed by its consumer (``GeneratorExit``),
@@ -215,6 +227,9 @@ def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent,
         for call in (c for n, c in enumerate(completion.tool_calls) if n not in step.waiting):
             result = agent._tools.dispatch(call)
             stopped = state.append(step, result)
+            if h.pending:  # a sub-agent's events, from its run inside this call
+                yield from h.pending
+                h.pending.clear()
             yield ToolResultEvent(agent=name, result=result)
             if stopped:
                 return stopped
@@ -281,6 +296,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     name, model = agent.name, _streamed_model(agent)
     tools = agent._tools.wrapped.schemas() or None
     texts: Any = None
+    forwarding: Any = None
     try:
         for i in state.step_indices():
             if run := state.before_call():
@@ -317,9 +333,16 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             state.hold(step, agent.registry.waiting(completion.tool_calls))  # calls a person must decide on
             calls = [c for n, c in enumerate(completion.tool_calls) if n not in step.waiting]
             # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
-            results = await _acalls.dispatch_turn(agent._tools, state, calls,
-                                                  parallel=agent.parallel_tool_calls,
-                                                  concurrency=agent.max_tool_concurrency)
+            dispatched = _acalls.dispatch_turn(agent._tools, state, calls,
+                                               parallel=agent.parallel_tool_calls,
+                                               concurrency=agent.max_tool_concurrency)
+            if h.forwards(calls):  # sub-agents: their events as they come
+                results: list[ToolResult] = []
+                forwarding = _forwarding(dispatched, h.queue, results)  # type: ignore[arg-type]
+                async for event in forwarding:
+                    yield event
+            else:
+                results = await dispatched
             run = state.append(step, *results)
             for result in results:
                 yield ToolResultEvent(agent=name, result=result)
@@ -333,8 +356,9 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             # 6. stop: the ceiling is the loop's structure, not a condition
             run = state.finish(Stop.STEP_BUDGET)
     except BaseException as exc:  # closed by the consumer, cancelled, interrupted, or a bug
-        if texts is not None:
-            await texts.aclose()  # the model's stream, if the consumer left in the middle of it
+        for inner in (texts, forwarding):  # the model's stream, or sub-agents' calls, if the consumer left then
+            if inner is not None:
+                await inner.aclose()
         h.interrupted(traced, state, exc)
         raise
     finally:
@@ -342,3 +366,23 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     for event in h.ending(traced, run, parent):
         yield event
 
+
+async def _forwarding(dispatched: Any, queue: asyncio.Queue[StreamEvent | None],
+                      results: list[ToolResult]) -> AsyncIterator[StreamEvent]:
+    """The sub-agents' events while a turn's calls run in a task of their own; ``results`` then
+    holds the turn's results. However this ends early (the consumer left, the task reading the
+    stream was cancelled), the calls are cancelled and have ended - their spans with them -
+    before it propagates."""
+    calls = asyncio.ensure_future(dispatched)
+    calls.add_done_callback(lambda _: queue.put_nowait(None))
+    try:
+        while (event := await queue.get()) is not None:
+            yield event
+    except BaseException:
+        calls.cancel()
+        try:
+            await calls
+        except BaseException:  # its cancellation (or a registry's bug): what propagates is ours
+            pass
+        raise
+    results.extend(calls.result())

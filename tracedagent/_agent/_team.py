@@ -11,6 +11,9 @@ counts its usage in the caller's totals. How its stop reaches the caller:
   (``fatal_is_fatal=False`` makes it an ``error`` the caller's model sees instead);
 * it paused for approval: the caller's call is ``pending`` and the caller pauses too, so the
   whole team waits; resuming the caller resumes the sub-agent (``resuming_tool``).
+
+Called from a streamed run (``Agent.stream`` / ``astream``), the sub-agent's run is streamed too
+(``astream``) and its events go to the streamed run's consumer (``_events.event_sink``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from opentelemetry import trace
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
+from .._core._events import event_sink
 from .._core._run import Run
 from .._instrumentation._telemetry import guard
 from .._core._checkpoint import Checkpoint, Decision
@@ -29,11 +33,14 @@ from .._core._tools import FatalToolError, Paused, Tool, ToolError
 
 
 class _Runs(Protocol):
-    """What a sub-agent's tool needs of its ``Agent``: ``arun``, and ``aresume`` for a paused run."""
+    """What a sub-agent's tool needs of its ``Agent``: ``arun``, ``aresume`` for a paused run, and
+    ``astream`` under a stream."""
 
     async def arun(self, task: str, *, budget: Budget | None = None) -> Run: ...
 
     async def aresume(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> Run: ...
+
+    def astream(self, task: str, *, budget: Budget | None = None) -> Any: ...
 
 __all__ = ["agent_tool", "answer", "SubAgentTool", "resuming_tool"]
 
@@ -48,6 +55,8 @@ class SubAgentTool(Tool):
     caller's ``arun`` does not cut the call from outside (which would cancel the run instead)."""
 
     ends_itself_at_deadline: ClassVar[bool] = True
+    forwards_events: ClassVar[bool] = True
+    """Under a streamed run, its sub-agent's events reach the stream's consumer as they happen."""
 
     runs: Any = None
     """The agent whose run this tool is. A driver may run it its own way: ``tracedagent.temporal``
@@ -78,7 +87,14 @@ def agent_tool(agent: _Runs, *, name: str, description: str, budget: Budget | No
     """See ``Agent.as_tool``."""
 
     async def delegate(task: str) -> str:
-        run = await agent.arun(task, budget=budget)
+        sink = event_sink.get()
+        if sink is None:
+            run = await agent.arun(task, budget=budget)
+        else:  # a streamed run's tool: its consumer sees this run's events too
+            async with agent.astream(task, budget=budget) as stream:
+                async for event in stream:
+                    sink(event)
+            run = stream.run
         with guard("marking the sub-agent's stop"):  # the current span is the caller's execute_tool span
             trace.get_current_span().set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)
         return answer(name, run, fatal_is_fatal)

@@ -9,13 +9,14 @@ run records, and ``run_end`` - always the last event, once every span of the run
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
-from typing import ClassVar, Union
+from typing import Callable, ClassVar, Union
 
 from ._records import ToolCall, ToolResult
 from ._run import Run, Step
 
-__all__ = ["text_delta", "TextDelta", "ToolCallEvent", "ToolResultEvent", "StepEnd", "RunEnd", "StreamEvent"]
+__all__ = ["event_sink", "text_delta", "TextDelta", "ToolCallEvent", "ToolResultEvent", "StepEnd", "RunEnd", "StreamEvent"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -90,3 +91,10 @@ def text_delta(agent: str, text: str) -> TextDelta:
 
 StreamEvent = Union[TextDelta, ToolCallEvent, ToolResultEvent, StepEnd, RunEnd]
 """Any event a stream yields; ``event.type`` says which."""
+
+
+event_sink: contextvars.ContextVar[Callable[[StreamEvent], None] | None] = contextvars.ContextVar(
+    "tracedagent_event_sink", default=None)
+"""Where a sub-agent started from a streamed run's tool (``Agent.as_tool``) sends its events: the
+streamed run sets it in its context, so that a team's events reach the one consumer, each
+naming its agent. Outside a streamed run it is ``None`` and sub-agents run as ``arun``."""

@@ -161,7 +161,7 @@ class StreamedModel:
                         yield chunk
                 elif text := add(chunk):
                     yield text
-                if deadline is not None and time.monotonic() >= deadline:
+                if deadline is not None and deadline.passed():
                     raise DeadlineExceeded
             turn.result = check_completion(turn.completion())
         except GeneratorExit:  # the consumer stopped reading
