@@ -57,7 +57,9 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
     if budget.max_seconds is not None:  # the deadline keeps its place among the paced latencies
         pace = max(pace, MIN_DEADLINE_PACE)
         budget = dataclasses.replace(budget, max_seconds=budget.max_seconds * pace)
-    model = FakeModel([_fresh(item) for item in scenario.script], latency=scenario.model_latency * pace)
+    # A streamed call's text comes in chunks of 8 characters, 10 ms apart (at pace 1).
+    model = FakeModel([_fresh(item) for item in scenario.script], latency=scenario.model_latency * pace,
+                      chunk_size=8, chunk_delay=0.01 * pace)
     tools = [_slowed(tool(fn), scenario.tool_latency * pace) for fn in scenario.tools]
     tools += [build_agent(sub, pace=pace, price_in=price_in, price_out=price_out, tracer_provider=tracer_provider,
                           meter_provider=meter_provider, capture_content=capture_content).as_tool(description=sub.story)
@@ -77,6 +79,11 @@ def run_scenario(agent: Agent, scenario: Scenario) -> Run:
         if scenario.decisions and run.paused is not None:
             asyncio.run(agent.aresume(run.checkpoint(), scenario.decisions))
         return run
+    if scenario.driver == "stream":
+        with agent.stream(scenario.task) as stream:
+            for _ in stream:
+                pass
+        return stream.run
     run = agent.run(scenario.task)
     if scenario.decisions and run.paused is not None:
         agent.resume(run.checkpoint(), scenario.decisions)

@@ -161,7 +161,8 @@ class Scenario:
     tool_latency: float = 0.04
     """Seconds each tool call takes."""
     driver: str = "run"
-    """``run``, or ``arun`` (which dispatches a turn's calls in parallel and enforces deadlines)."""
+    """``run``, ``arun`` (which dispatches a turn's calls in parallel and enforces deadlines), or
+    ``stream`` (``run`` with its events read as they happen: the model's text in chunks)."""
     sub_agents: Sequence[Scenario] = ()
     """Agents this one may delegate to (``Agent.as_tool``), each a scenario of its own."""
     decisions: Mapping[str, bool | str] | None = None
@@ -337,5 +338,15 @@ SCENARIOS: tuple[Scenario, ...] = (
                                       for i in range(5)],
                      tools=[draft_section], budget=Budget(max_steps=2)),
         ),
+    ),
+    Scenario(
+        name="live-answer",
+        stops_with=Stop.ANSWERED,
+        story="The answer is streamed as it is written (Agent.stream): one lookup, then the text in chunks.",
+        task="When will order A-5005 arrive?",
+        script=[tool_call("lookup_order", {"order_id": "A-5005"}),
+                "Order A-5005 left our warehouse this morning and should reach you on Friday."],
+        tools=[lookup_order],
+        driver="stream",
     ),
 )

@@ -143,8 +143,16 @@ class Replay:
     def run(self, agent: Agent | None = None) -> Run:
         """Run the recorded task (after the recorded history) with the driver the trace shows."""
         agent = agent or self.agent()
-        if self.recording.driver == "arun":
+        driver = self.recording.driver
+        if driver == "arun":
             return asyncio.run(agent.arun(self.task, self.history))
+        if driver == "stream":
+            with agent.stream(self.task, self.history) as stream:
+                for _ in stream:
+                    pass
+            return stream.run
+        if driver == "astream":
+            return asyncio.run(_drained(agent.astream(self.task, self.history)))
         return agent.run(self.task, self.history)
 
     # --- checking ----------------------------------------------------------------------
@@ -176,6 +184,14 @@ class Replay:
         if problems:
             raise ReplayMismatch(f"the replay of {printable(r.agent)} (trace {r.trace_id}) did not do what the "
                                  f"recorded run did:\n" + "\n".join(problems))
+
+
+async def _drained(stream: Any) -> Run:
+    """The run of an ``astream``, every event read."""
+    async with stream:
+        async for _ in stream:
+            pass
+    return stream.run
 
 
 def _recording_file(path: Path) -> Recording | None:

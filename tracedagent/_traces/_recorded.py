@@ -102,7 +102,7 @@ class Recording:
     request_model: str | None = None
     """``gen_ai.request.model`` of the run."""
     driver: str = "run"
-    """``run`` or ``arun``, as the run span says (``tracedagent.driver``); in a trace that does
+    """``run``, ``arun``, ``stream`` or ``astream``, as the run span says (``tracedagent.driver``); in a trace that does
     not say, ``arun`` when it shows what only ``arun`` does (overlapping tool calls, a call cut
     off by the deadline), otherwise ``run``."""
     parallel_tool_calls: bool = True
@@ -234,7 +234,7 @@ def _parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _driver(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> str:
     recorded = run.attributes.get(N.DRIVER)
-    if recorded in (N.DRIVER_RUN, N.DRIVER_ARUN):
+    if recorded in (N.DRIVER_RUN, N.DRIVER_ARUN, N.DRIVER_STREAM, N.DRIVER_ASTREAM):
         return str(recorded)
     return N.DRIVER_ARUN if _only_arun(trace, run, tool_spans) else N.DRIVER_RUN
 
