@@ -347,6 +347,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         script=[tool_call("lookup_order", {"order_id": "A-5005"}),
                 "Order A-5005 left our warehouse this morning and should reach you on Friday."],
         tools=[lookup_order],
+        model_latency=0.05,  # its text then comes in chunks, 10 ms apart
+        tool_latency=0.02,
         driver="stream",
     ),
 )
