@@ -319,3 +319,26 @@ def test_an_agent_served_as_an_mcp_tool_answers_or_names_its_stop():
     assert (answered.outcome, answered.content) == (ToolOutcome.OK, "Order A-17 shipped on Monday.")
     assert (gave_up.outcome, gave_up.error_type) == (ToolOutcome.ERROR, "MCPToolError")
     assert "step_budget_exhausted" in gave_up.content
+
+
+async def test_mcp_tools_work_under_stream_and_astream_too():
+    recorder = Recorder()
+    async with workshop(recorder) as server:
+        tools = Registry(server.tools())
+        async with Agent(FakeModel([tool_call("echo", {"text": "streamed"}), "done"]), tools,
+                         **recorder.providers).astream("go") as stream:
+            async for _ in stream:
+                pass
+        async_run = stream.run
+
+        def sync_stream():
+            with Agent(FakeModel([tool_call("echo", {"text": "streamed too"}), "done"]), tools,
+                       **recorder.providers).stream("go") as stream:
+                for _ in stream:
+                    pass
+            return stream.run
+
+        sync_run = await asyncio.to_thread(sync_stream)
+    assert async_run.steps[0].tool_results[0].content == '{"result": "streamed"}'
+    assert sync_run.steps[0].tool_results[0].content == '{"result": "streamed too"}'
+    assert [s.attributes[N.MCP_METHOD_NAME] for s in tool_spans(recorder)] == ["tools/call", "tools/call"]
