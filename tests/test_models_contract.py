@@ -252,8 +252,8 @@ def test_the_time_budget_left_bounds_the_model_call(provider):
     """The adapter gets the budget's time left as its request timeout (``arun`` also cancels the
     call at the deadline, whichever comes first); the run never waits for the slow reply."""
     rec = Recorder()
-    with serve(Reply(delay=2.0, body=b"{}")) as server:
-        agent = Agent(provider.build(server, max_retries=0), budget=Budget(max_seconds=0.3), **rec.providers)
+    with serve(Reply(delay=6.0, body=b"{}")) as server:  # the budget leaves a loaded machine time to send it
+        agent = Agent(provider.build(server, max_retries=0), budget=Budget(max_seconds=1.5), **rec.providers)
         run = provider.run(agent, "Hi")
     assert run.stop is Stop.TIME_BUDGET and len(server.requests) == 1
     [span] = rec.runs()[0].chat_spans
