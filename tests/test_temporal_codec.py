@@ -84,10 +84,12 @@ def test_an_attempts_limit_is_the_calls_own_plus_grace_never_past_the_time_budge
     assert s.retry_policy().maximum_attempts == 3
 
 
-def test_an_agent_with_a_tool_that_needs_approval_is_refused_rather_than_run_unapproved():
+def test_an_agent_with_a_tool_that_needs_approval_is_hosted_and_an_approved_call_stays_approved():
     from dataclasses import dataclass
 
     from tracedagent import Tool
+    from tracedagent._core._tools import Approved
+    from tracedagent.temporal._codec import call_from_data, call_to_data
     from tracedagent.temporal._hosting import host, is_hosted
 
     @dataclass(frozen=True, kw_only=True)
@@ -95,6 +97,8 @@ def test_an_agent_with_a_tool_that_needs_approval_is_refused_rather_than_run_una
         requires_approval: bool = True
 
     refund = Asks(name="refund", description="Refund.", fn=lambda: "done")
-    with pytest.raises(ValueError, match="require approval .*refund"):
-        host("q-approval", Agent(FakeModel(["x"]), [refund], name="payer"), ActivitySettings())
-    assert not is_hosted("q-approval", "payer")
+    host("q-approval", Agent(FakeModel(["x"]), [refund], name="payer"), ActivitySettings())
+    assert is_hosted("q-approval", "payer")
+    # the activity dispatches an approved call without asking again, a plain one fails closed
+    assert isinstance(call_from_data(call_to_data(Approved("r1", "refund", {}))), Approved)
+    assert not isinstance(call_from_data(call_to_data(ToolCall(id="r1", name="refund", arguments={}))), Approved)

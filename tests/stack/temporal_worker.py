@@ -3,7 +3,8 @@
 It hosts one agent, ``durable``, whose model plays a script by step (the number of assistant
 turns it is sent), so that any worker picks up where another stopped, and whose ``record``
 tool appends ``N PID`` to FILES/effects before (while FILES/hang exists and N is 1) hanging:
-the test kills the worker inside that call. Spans go to the collector one by one (a
+the test kills the worker inside that call. And ``payer``, whose ``refund`` tool requires
+approval (it appends ``AMOUNT PID`` to FILES/refunds). Spans go to the collector one by one (a
 SIGKILLed worker keeps no batch), under service SERVICE.
 """
 
@@ -53,10 +54,20 @@ def main() -> None:
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint="http://127.0.0.1:4317", insecure=True)))
     agent = Agent(ByStep(TURNS), [record], name="durable", tracer_provider=provider)
 
+    @tool(requires_approval=True)
+    async def refund(amount: int) -> str:
+        """Refund a customer: a person approves it first."""
+        with open(files / "refunds", "a") as f:
+            f.write(f"{amount} {os.getpid()}\n")
+        return f"refunded {amount}"
+
+    payer = Agent(ByStep([tool_call("refund", {"amount": 30}, id="r1"), "done"]), [refund], name="payer",
+                  tracer_provider=provider)
+
     async def serve() -> None:
         client = await Client.connect(os.environ.get("TRACEDAGENT_TEMPORAL_ADDRESS", "127.0.0.1:7233"))
         settings = ActivitySettings(heartbeat_timeout=2, retry_interval=0.2)
-        async with worker(client, [agent], task_queue=queue, settings=settings,
+        async with worker(client, [agent, payer], task_queue=queue, settings=settings,
                           sticky_queue_schedule_to_start_timeout=timedelta(seconds=1)):
             print("ready", flush=True)
             while True:

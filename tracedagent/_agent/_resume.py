@@ -30,14 +30,14 @@ from .._core._run import Run, RunState, current_run
 from .._core._tools import Approved, Registry
 from .._instrumentation._instrumented import InstrumentedRegistry
 from .._instrumentation._spans import Resumed, RunScope, failure_kind
-from .._instrumentation._telemetry import bounded, guard
+from .._instrumentation._telemetry import AgentTelemetry, bounded, guard
 from . import _acalls
 from ._team import SubAgentTool, resuming_tool
 
 Agent = Any
 """An ``Agent`` (``_loop`` imports this module, so it cannot be imported back, not even for types)."""
 
-__all__ = ["Claim", "prepare", "resume", "aresume"]
+__all__ = ["Claim", "prepare", "resume", "aresume", "record_decisions", "denied", "DENIED_BY_A_PERSON"]
 
 DENIED_BY_A_PERSON = "a person did not approve this call"
 """What the model is shown for a call denied with ``False`` (a string decision is shown as given)."""
@@ -123,18 +123,18 @@ def _start(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], *,
     state = RunState(cp.budget, messages, trace_id=traced.trace_id, conversation_id=cp.conversation_id,
                      parent=parent, agent=agent.name, tools=agent.registry.names, span_id=traced.span_id)
     state.continue_from(cp)
-    _record_decisions(agent, cp, decisions)
+    record_decisions(agent._telemetry, cp, decisions, time.time())
     return traced, state, parent
 
 
-def _record_decisions(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision]) -> None:
-    """How long the pause lasted (wall clock: the checkpoint may come from another process)
-    and each of this run's own decisions (a sub-agent's resumed run counts its own)."""
-    t = agent._telemetry
+def record_decisions(t: AgentTelemetry, cp: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
+    """How long the pause lasted (``now``: wall clock, as the checkpoint may come from another
+    process; a workflow's time) and each of this run's own decisions (a sub-agent's resumed
+    run counts its own)."""
     if not t.metrics_on:
         return
     with guard("recording approval metrics"):
-        t.approval_wait_histogram.record(max(0.0, time.time() - cp.paused_at), {N.GEN_AI_AGENT_NAME: t.agent_name})
+        t.approval_wait_histogram.record(max(0.0, now - cp.paused_at), {N.GEN_AI_AGENT_NAME: t.agent_name})
         for call in cp.pending:
             outcome = N.DECISION_APPROVED if decisions[call.id] is True else N.DECISION_DENIED
             t.decision_counter.add(1, {N.GEN_AI_AGENT_NAME: t.agent_name, N.GEN_AI_TOOL_NAME: bounded(call.name),
@@ -153,10 +153,15 @@ def _plan(cp: Checkpoint, decisions: Mapping[str, Decision]) -> list[tuple[ToolC
     return plan
 
 
+def denied(call: ToolCall, decision: Decision) -> ToolResult:
+    """The result of a call a person denied: the reason they gave, or ``DENIED_BY_A_PERSON``."""
+    reason = decision if isinstance(decision, str) and decision else DENIED_BY_A_PERSON
+    return ToolResult(call.id, call.name, f"Denied: {reason}", ToolOutcome.DENIED)
+
+
 def _denial(agent: Agent, call: ToolCall, decision: Decision) -> ToolResult:
     """A denied call's result (the model sees it), in an ``execute_tool`` span like a policy's denial."""
-    reason = decision if isinstance(decision, str) and decision else DENIED_BY_A_PERSON
-    result = ToolResult(call.id, call.name, f"Denied: {reason}", ToolOutcome.DENIED)
+    result = denied(call, decision)
     with agent._tools.span(call) as scope:
         scope.end(result)
     return result

@@ -76,14 +76,21 @@ class Pausing:
         """After the turn's other calls were dispatched and nothing else ended the run: if a
         call waits for a decision (held, or a sub-agent's run that paused), the run stops
         ``approval_required`` with a checkpoint to resume from."""
+        checkpoint = self.checkpoint_at(step, uuid.uuid4().hex, time.time())
+        return None if checkpoint is None else self.finish(Stop.APPROVAL_REQUIRED, detail=checkpoint)
+
+    def checkpoint_at(self, step: Any, checkpoint_id: str, paused_at: float) -> Checkpoint | None:
+        """The checkpoint of a run pausing after ``step`` (``None`` if nothing waits), the step
+        marked paused. A durable workflow takes its id and time from its history, and waits
+        for the decisions instead of finishing."""
         calls = step.completion.tool_calls
         subs = [r for r in step.tool_results if r.outcome is ToolOutcome.PENDING]
         if not step.waiting and not subs:
             return None
         step.paused = True
         arguments = {call.id: call.arguments for call in calls}
-        checkpoint = Checkpoint(
-            id=uuid.uuid4().hex, agent=self.agent, tools=self.tools, budget=self.budget,
+        return Checkpoint(
+            id=checkpoint_id, agent=self.agent, tools=self.tools, budget=self.budget,
             spent=Spent(steps=self.first_step + sum(not s.resumed for s in self.steps),
                         input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
                         cost=self.usage.cost, tool_calls=self.usage.tool_calls,
@@ -94,8 +101,7 @@ class Pausing:
             sub_agents=tuple(SubAgentPause(call_id=r.call_id, name=r.name, arguments=arguments.get(r.call_id, {}),
                                            checkpoint=r.pending.paused) for r in subs),
             conversation_id=self.conversation_id, trace_id=self.trace_id, span_id=self.span_id,
-            paused_at=time.time())
-        return self.finish(Stop.APPROVAL_REQUIRED, detail=checkpoint)
+            paused_at=paused_at)
 
 
 class PausedRun:

@@ -9,7 +9,7 @@ activity's, so the client, the run, its steps and every model and tool call are 
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
@@ -20,6 +20,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from .._agent._loop import Agent
 from .._core import _names as N
 from .._core._budget import Budget
+from .._core._checkpoint import Decision
 from .._core._records import Message
 from .._core._run import Run
 from .._version import __version__
@@ -28,7 +29,7 @@ from ._codec import budget_to_data, run_from_data
 from ._hosting import ActivitySettings, host
 from ._workflow import AgentRun
 
-__all__ = ["run_on_temporal", "start_on_temporal", "result_of", "worker"]
+__all__ = ["run_on_temporal", "start_on_temporal", "result_of", "worker", "approve_on_temporal", "waiting_on_temporal"]
 
 
 def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
@@ -48,20 +49,40 @@ def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPO
 
 
 def _request(agent: str, task: str, history: Sequence[Message] | None, budget: Budget | None,
-             conversation_id: str | None) -> dict[str, Any]:
+             conversation_id: str | None, approval_timeout: float | None = None) -> dict[str, Any]:
     return {"agent": agent, "task": task, "history": [dict(m) for m in history or ()],
             "budget": None if budget is None else budget_to_data(budget), "conversation_id": conversation_id,
-            "traceparent": traceparent()}
+            "traceparent": traceparent(), "approval_timeout": approval_timeout}
+
+
+async def approve_on_temporal(client: Client, workflow_id: str, decisions: Mapping[str, Decision]) -> list[str]:
+    """Send a person's decisions to a run waiting for them (``waiting_on_temporal``): each
+    waiting call's id to ``True``, ``False`` or the denial the model is shown, as
+    ``Agent.resume`` takes them. The run goes on in its workflow; returns the ids decided. A
+    bad set of decisions, or a run that does not wait, is rejected before anything runs:
+    ``temporalio.client.WorkflowUpdateFailedError`` whose ``cause`` is an ``ApplicationError``
+    of type ``BadDecisions`` or ``NotWaiting``."""
+    handle = client.get_workflow_handle(workflow_id)
+    return await handle.execute_update(N.TEMPORAL_DECIDE_UPDATE, dict(decisions))
+
+
+async def waiting_on_temporal(client: Client, workflow_id: str) -> list[dict[str, Any]]:
+    """The calls a run waits for a decision on (``id``, ``name``, ``arguments``, ``reason``);
+    empty when it does not wait."""
+    return await client.get_workflow_handle(workflow_id).query(N.TEMPORAL_WAITING_QUERY)
 
 
 async def start_on_temporal(client: Client, agent: str, task: str, history: Sequence[Message] | None = None, *,
                             budget: Budget | None = None, conversation_id: str | None = None,
                             task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
-                            workflow_id: str | None = None) -> WorkflowHandle[Any, Any]:
+                            workflow_id: str | None = None,
+                            approval_timeout: float | None = None) -> WorkflowHandle[Any, Any]:
     """Start the run and return its workflow's handle (``result_of(handle)`` waits for the
-    ``Run``). The current span, if any, is the run span's parent."""
+    ``Run``). The current span, if any, is the run span's parent. A run waiting for approval
+    (``approve_on_temporal``) waits at most ``approval_timeout`` seconds, then ends
+    ``approval_required`` with a checkpoint for ``Agent.resume``; without it, as long as it takes."""
     return await client.start_workflow(
-        N.TEMPORAL_WORKFLOW, _request(agent, task, history, budget, conversation_id),
+        N.TEMPORAL_WORKFLOW, _request(agent, task, history, budget, conversation_id, approval_timeout),
         id=workflow_id or f"{agent}-{uuid.uuid4().hex}", task_queue=task_queue)
 
 

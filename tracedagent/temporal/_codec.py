@@ -17,9 +17,11 @@ import dataclasses
 from typing import Any
 
 from .._core._budget import Budget, Stop
+from .._core._checkpoint import Checkpoint
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage, error_type, message_of
 from .._core._run import Run, Step
 from .._core._secrets import Redactor
+from .._core._tools import Approved
 
 __all__ = ["RemoteError", "completion_to_data", "completion_from_data", "result_to_data", "result_from_data",
            "run_to_data", "run_from_data", "budget_to_data", "budget_from_data", "error_to_data",
@@ -49,11 +51,15 @@ def error_from_data(data: dict[str, str]) -> RemoteError:
 
 
 def call_to_data(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "name": call.name, "arguments": call.arguments}
+    data = {"id": call.id, "name": call.name, "arguments": call.arguments}
+    if isinstance(call, Approved):  # a person approved it: the activity dispatches it without asking
+        data["approved"] = True
+    return data
 
 
 def call_from_data(data: dict[str, Any]) -> ToolCall:
-    return ToolCall(id=data["id"], name=data["name"], arguments=data["arguments"])
+    kind = Approved if data.get("approved") else ToolCall
+    return kind(id=data["id"], name=data["name"], arguments=data["arguments"])
 
 
 def completion_to_data(completion: Completion) -> dict[str, Any]:
@@ -96,7 +102,8 @@ def run_to_data(run: Run) -> dict[str, Any]:
             "messages": run.messages, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
             "cost": run.cost, "trace_id": run.trace_id,
             "error": None if run.error is None else error_to_data(run.error),
-            "sub_runs": [run_to_data(r) for r in run.sub_runs], "conversation_id": run.conversation_id}
+            "sub_runs": [run_to_data(r) for r in run.sub_runs], "conversation_id": run.conversation_id,
+            "paused": None if run.paused is None else run.paused.dumps()}
 
 
 def run_from_data(data: dict[str, Any]) -> Run:
@@ -106,4 +113,5 @@ def run_from_data(data: dict[str, Any]) -> Run:
                messages=data["messages"], input_tokens=data["input_tokens"], output_tokens=data["output_tokens"],
                cost=data["cost"], trace_id=data["trace_id"],
                error=None if data["error"] is None else error_from_data(data["error"]),
-               sub_runs=[run_from_data(r) for r in data["sub_runs"]], conversation_id=data["conversation_id"])
+               sub_runs=[run_from_data(r) for r in data["sub_runs"]], conversation_id=data["conversation_id"],
+               paused=Checkpoint.loads(data["paused"]) if data.get("paused") else None)

@@ -68,12 +68,6 @@ class HostedAgent:
     registry its activities call, instrumented with the attempt number."""
 
     def __init__(self, agent: Agent, settings: ActivitySettings) -> None:
-        asks = [name for name in agent.registry.names if getattr(agent.registry.get(name), "requires_approval", False)]
-        if asks:
-            # The workflow does not pause for a person yet (docs/temporal.md): refuse rather than
-            # let a call that must wait for approval run without it.
-            raise ValueError(f"agent {agent.name!r} has tools that require approval ({', '.join(asks[:5])}); "
-                             "runs on Temporal cannot pause for approval yet")
         self.agent = agent
         self.settings = settings
         telemetry: AgentTelemetry = agent._telemetry  # the agent's own settings and providers

@@ -37,7 +37,7 @@ from .._instrumentation._telemetry import AgentTelemetry
 __all__ = ["workflow_telemetry", "activity_telemetry"]
 
 _INSTRUMENTS = ("run_counter", "tool_call_counter", "cost_counter", "steps_histogram", "token_histogram",
-                "duration_histogram")
+                "duration_histogram", "approval_wait_histogram", "decision_counter")
 
 
 def _replaying() -> bool:

@@ -21,10 +21,13 @@ from temporalio.exceptions import (ActivityError, ApplicationError, CancelledErr
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
+from .._core._checkpoint import BadDecisions, Checkpoint, Decision, check_decisions
+from .._core._deadline import Deadline
 from .._core._records import ToolCall, ToolOutcome, ToolResult, Usage
 from .._core._run import Run, RunState, initial_messages
+from .._agent._resume import _plan, denied, record_decisions
 from .._agent._team import SubAgentTool
-from .._core._tools import Registry, Tool
+from .._core._tools import Approved, Registry, Tool
 from .._instrumentation._spans import RunScope, ToolScope, failure_kind
 from ._activities import PROPAGATOR, traceparent
 from ._codec import (budget_from_data, budget_to_data, call_to_data, completion_from_data, error_from_data,
@@ -53,6 +56,10 @@ class AgentRun:
 
     def __init__(self) -> None:
         self._state: WorkflowRunState | None = None
+        self._waiting: Checkpoint | None = None
+        """The pause the run waits in for a person's decisions (``None`` when it does not wait)."""
+        self._decisions: dict[str, Decision] | None = None
+        """The decisions the ``decide`` update brought, until the run takes them."""
 
     @workflow.query(name=N.TEMPORAL_PROGRESS_QUERY)
     def progress(self) -> dict[str, Any]:
@@ -63,6 +70,47 @@ class AgentRun:
             return {"steps": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0}
         return {"steps": len(state.steps), "input_tokens": state.input_tokens, "output_tokens": state.output_tokens,
                 "cost": state.cost}
+
+    @workflow.query(name=N.TEMPORAL_WAITING_QUERY)
+    def waiting(self) -> list[dict[str, Any]]:
+        """The calls the run waits for a decision on: id, tool name, arguments, why (empty
+        when it does not wait). The arguments are the application's data: show them to who decides."""
+        cp = self._waiting
+        if cp is None or self._decisions is not None:
+            return []
+        return [{"id": c.id, "name": c.name, "arguments": c.arguments, "reason": c.reason} for c in cp.pending]
+
+    @workflow.update(name=N.TEMPORAL_DECIDE_UPDATE)
+    async def decide(self, decisions: dict[str, Any]) -> list[str]:
+        """A person's decisions on the waiting calls (as ``Agent.resume`` takes them): the run
+        goes on with them. Returns the ids decided."""
+        self._decisions = dict(decisions)
+        return sorted(decisions)
+
+    @decide.validator
+    def _validate(self, decisions: dict[str, Any]) -> None:
+        """Rejected (nothing is written to the history, nothing runs) unless the run waits and
+        there is exactly one decision, ``True``, ``False`` or a reason, for each waiting call."""
+        if self._waiting is None or self._decisions is not None:
+            raise ApplicationError("the run is not waiting for decisions", type="NotWaiting", non_retryable=True)
+        try:
+            check_decisions(self._waiting, decisions)
+        except BadDecisions as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
+
+    async def wait_for_decisions(self, cp: Checkpoint, timeout: float | None) -> dict[str, Decision] | None:
+        """Wait (workflow time: no process holds the run) for the ``decide`` update; ``None``
+        after ``timeout`` seconds."""
+        self._waiting = cp
+        try:
+            await workflow.wait_condition(lambda: self._decisions is not None,
+                                          timeout=None if timeout is None else timedelta(seconds=timeout))
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            self._waiting = None
+        decisions, self._decisions = self._decisions, None
+        return decisions
 
     @workflow.run
     async def run(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -83,9 +131,10 @@ class AgentRun:
             traced.span.set_attributes({N.TEMPORAL_WORKFLOW_ID: info.workflow_id,
                                         N.TEMPORAL_TASK_QUEUE: info.task_queue})
             state = self._state = WorkflowRunState(budget, messages, trace_id=traced.trace_id,
-                                                   conversation_id=conversation_id)
+                                                   conversation_id=conversation_id, agent=a.name,
+                                                   tools=a.registry.names, span_id=traced.span_id)
             try:
-                run = await _Loop(agent, state, traced).run()
+                run = await _Loop(agent, state, traced, self, request.get("approval_timeout")).run()
             except BaseException as exc:  # cancelled, or evicted (replaying: nothing is ended)
                 traced.fail(_kind(exc))
                 if is_cancelled_exception(exc) and not isinstance(exc, (asyncio.CancelledError, CancelledError)):
@@ -100,8 +149,10 @@ class AgentRun:
 class _Loop:
     """The six verbs, with activities for the model and the tools."""
 
-    def __init__(self, agent: HostedAgent, state: WorkflowRunState, traced: RunScope) -> None:
+    def __init__(self, agent: HostedAgent, state: WorkflowRunState, traced: RunScope, workflow_: AgentRun,
+                 approval_timeout: float | None) -> None:
         self.agent, self.state, self.traced = agent, state, traced
+        self.workflow, self.approval_timeout = workflow_, approval_timeout
         self.queue = workflow.info().task_queue
         self.settings = agent.settings
         self.name = agent.agent.name
@@ -123,15 +174,60 @@ class _Loop:
                 return state.finish(Stop.ANSWERED)
             if stopped := state.check_turn(completion.tool_calls):
                 return stopped
+            state.hold(step, self.agent.agent.registry.waiting(completion.tool_calls))  # calls a person decides on
+            calls = [c for n, c in enumerate(completion.tool_calls) if n not in step.waiting]
             # 3. dispatch the turn's calls (as arun does), 4. append their results in call order
-            if stopped := state.append(step, *await self._dispatch(completion.tool_calls)):
+            if stopped := state.append(step, *await self._dispatch(calls)):
                 return stopped
             if stopped := state.over_budget():
                 return stopped
+            if step.waiting or any(r.outcome is ToolOutcome.PENDING for r in step.tool_results):
+                if stopped := await self._pause(step):
+                    return stopped
+                continue  # the decided calls' step ended the turn
             traced.end_step(step)
             # 5. repeat, until an exit above or the end of range(max_steps)
         # 6. stop: the ceiling is the loop's structure, not a condition
         return state.finish(Stop.STEP_BUDGET)
+
+    async def _pause(self, step: Any) -> Run | None:
+        """Where ``pause`` would stop the run: wait for the decisions instead, then go on as
+        ``resume`` does (approved calls dispatched with the checkpoint's arguments, denied ones
+        given their denial), in this run and trace. Ends ``approval_required`` with the
+        checkpoint after the approval timeout, or when a sub-agent run in an activity paused
+        (nothing in this workflow can resume it)."""
+        state, traced = self.state, self.traced
+        cp = state.checkpoint_at(step, workflow.uuid4().hex, workflow.time())
+        assert cp is not None  # something waits: the caller checked
+        if cp.sub_agents:
+            return state.finish(Stop.APPROVAL_REQUIRED, detail=cp)
+        traced.span.set_attributes({N.PENDING_CALLS: len(cp.pending), N.TOOLS_PENDING: [c.name for c in cp.pending]})
+        left = state.seconds_left()
+        decisions = await self.workflow.wait_for_decisions(cp, self.approval_timeout)
+        if decisions is None:
+            return state.finish(Stop.APPROVAL_REQUIRED, detail=cp)
+        if left is not None:  # the wait is not running time, as for a resumed run
+            state.deadline = Deadline.after(left, state.clock)
+        traced.end_step(step)  # the paused turn: its held calls pending
+        plan = _plan(cp, decisions)
+        traced.span.set_attributes({
+            N.APPROVAL_APPROVED: [c.name for c, _ in plan if isinstance(c, Approved)],
+            N.APPROVAL_DENIED: [c.name for c, _ in plan if not isinstance(c, Approved)]})
+        record_decisions(self.agent.workflow_telemetry, cp, decisions, workflow.time())
+        traced.start_step(cp.step_index)
+        decided = state.record_decided(cp.step_index, [call for call, _ in plan])
+        for call, _ in plan:
+            if isinstance(call, Approved):
+                result = await self._tool(call)
+            else:
+                result = denied(call, decisions[call.id])
+                ToolScope(self.agent.workflow_telemetry, call, known=True).end(result)
+            if stopped := state.append(decided, result):
+                return stopped
+        if stopped := state.over_budget():
+            return stopped
+        traced.end_step(decided)
+        return None
 
     def _options(self, limit: timedelta) -> dict[str, Any]:
         s = self.settings
