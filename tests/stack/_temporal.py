@@ -14,8 +14,9 @@ from tracedagent._core import _names as N
 TEMPORAL = os.environ.get(N.ENV_TEMPORAL_ADDRESS, N.DEFAULT_TEMPORAL_ADDRESS)
 TEMPORAL_HEALTH = os.environ.get("TRACEDAGENT_TEST_TEMPORAL_HEALTH",
                                  "http://127.0.0.1:7243/api/v1/namespaces/default")
-DROPPED = {N.TEMPORAL_WORKFLOW_ID, N.TEMPORAL_TASK_QUEUE, N.TEMPORAL_ATTEMPT}
-"""Attributes only a run on Temporal has: where it ran."""
+DROPPED = {N.TEMPORAL_WORKFLOW_ID, N.TEMPORAL_TASK_QUEUE, N.TEMPORAL_ATTEMPT, N.CHECKPOINT_ID}
+"""Attributes only a run on Temporal has: where it ran; and a paused run's checkpoint id, which
+every pause mints anew (two runs of one script pause with two ids)."""
 
 
 def temporal_healthy() -> bool:

@@ -94,10 +94,12 @@ async def result_of(handle: WorkflowHandle[Any, Any]) -> Run:
 async def run_on_temporal(client: Client, agent: str, task: str, history: Sequence[Message] | None = None, *,
                           budget: Budget | None = None, conversation_id: str | None = None,
                           task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE, workflow_id: str | None = None,
-                          tracer_provider: trace.TracerProvider | None = None) -> Run:
+                          tracer_provider: trace.TracerProvider | None = None,
+                          approval_timeout: float | None = None) -> Run:
     """Run the agent named ``agent`` on Temporal and wait for its ``Run``, as ``agent.arun``
     would return it: never raising on a budget, a model's or a tool's failure. Inside a span
-    of its own (``run_on_temporal AGENT``, kind client) that is the run span's parent."""
+    of its own (``run_on_temporal AGENT``, kind client) that is the run span's parent. A run
+    that waits for approval waits as ``start_on_temporal`` says (``approval_timeout``)."""
     workflow_id = workflow_id or f"{agent}-{uuid.uuid4().hex}"
     tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
     with tracer.start_as_current_span(f"{N.TEMPORAL_CLIENT_SPAN} {agent}", kind=SpanKind.CLIENT, attributes={
@@ -105,7 +107,7 @@ async def run_on_temporal(client: Client, agent: str, task: str, history: Sequen
             N.TEMPORAL_TASK_QUEUE: task_queue}) as span:
         handle = await start_on_temporal(client, agent, task, history, budget=budget,
                                          conversation_id=conversation_id, task_queue=task_queue,
-                                         workflow_id=workflow_id)
+                                         workflow_id=workflow_id, approval_timeout=approval_timeout)
         run = await result_of(handle)
         span.set_attribute(N.STOP_REASON, run.stop.value)
         if not run.ok:

@@ -98,7 +98,10 @@ def budget_from_data(data: dict[str, Any]) -> Budget:
 def run_to_data(run: Run) -> dict[str, Any]:
     return {"output": run.output, "stop": run.stop.value, "step_count": run.step_count,
             "steps": [{"index": s.index, "completion": completion_to_data(s.completion),
-                       "tool_results": [result_to_data(r) for r in s.tool_results]} for s in run.steps],
+                       "tool_results": [result_to_data(r) for r in s.tool_results],
+                       # which calls waited, and whether the run paused on them: their fate (pending)
+                       "waiting": [[i, why] for i, why in s.waiting.items()], "paused": s.paused,
+                       "resumed": s.resumed} for s in run.steps],
             "messages": run.messages, "input_tokens": run.input_tokens, "output_tokens": run.output_tokens,
             "cost": run.cost, "trace_id": run.trace_id,
             "error": None if run.error is None else error_to_data(run.error),
@@ -109,7 +112,9 @@ def run_to_data(run: Run) -> dict[str, Any]:
 def run_from_data(data: dict[str, Any]) -> Run:
     return Run(output=data["output"], stop=Stop(data["stop"]), step_count=data["step_count"],
                steps=[Step(index=s["index"], completion=completion_from_data(s["completion"]),
-                           tool_results=[result_from_data(r) for r in s["tool_results"]]) for s in data["steps"]],
+                           tool_results=[result_from_data(r) for r in s["tool_results"]],
+                           waiting={int(i): why for i, why in s.get("waiting", ())}, paused=s.get("paused", False),
+                           resumed=s.get("resumed", False)) for s in data["steps"]],
                messages=data["messages"], input_tokens=data["input_tokens"], output_tokens=data["output_tokens"],
                cost=data["cost"], trace_id=data["trace_id"],
                error=None if data["error"] is None else error_from_data(data["error"]),
