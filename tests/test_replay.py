@@ -394,3 +394,38 @@ def test_diff_works_without_content(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "First difference: step 1" in result.stdout
     assert "the model call failed (TimeoutError)" in result.stdout
+
+
+def resumed_trace(path: Path, paused_trace: str) -> str:
+    """The trace of the run that resumed ``paused_trace`` (the demo resumes refund-approval)."""
+    from tracedagent._traces._otlp_json import read_file
+    from tracedagent._traces._trace import group_traces
+    [trace] = [t for t in group_traces(read_file(path))
+               if any(r.resumed_from == paused_trace for r in t.runs())]
+    return trace.trace_id
+
+
+def test_a_resumed_run_replays_from_its_checkpoint_and_a_changed_decided_call_diverges(recorded):
+    path, runs = recorded
+    paused = runs["refund-approval"]
+    replay = Replay.from_file(path, resumed_trace(path, paused.trace_id))
+    assert [c["name"] for c in replay.recording.resumed["decided"]] == ["refund"]
+    again = replay.run()
+    replay.check(again)
+    assert again.ok and again.trajectory() == ["refund"] and again.resumed is not None
+    assert [s.index for s in again.steps] == [1, 2], "the decided calls, then the turn after the pause"
+
+    refund = next(i for i, c in enumerate(replay.recording.stubs) if c.name == "refund")
+    replay.recording.stubs[refund] = dataclasses.replace(replay.recording.stubs[refund], result="refund failed")
+    with pytest.raises(ReplayMismatch):
+        replay.check(replay.run())
+
+
+def test_diff_of_a_paused_run_and_its_resumption(recorded):
+    path, runs = recorded
+    paused = runs["refund-approval"].trace_id
+    result = tracedagent("diff", paused, resumed_trace(path, paused), "--file", path)
+    assert result.returncode == 0, result.stderr
+    pending = next(line for line in result.stdout.splitlines() if "pending tools" in line)
+    decided = next(line for line in result.stdout.splitlines() if "decided calls" in line)
+    assert "≠" in pending and "refund" in pending and "refund ok" in decided

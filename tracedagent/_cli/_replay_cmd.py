@@ -109,6 +109,10 @@ def _safe(value: object) -> str:
 
 # --- diff --------------------------------------------------------------------------------
 
+def _decided(r: Recording) -> str:
+    return ", ".join(f"{c.get('name')} {c.get('outcome')}" for c in (r.resumed or {}).get("decided", [])) or "-"
+
+
 def diff_view(a: Recording, b: Recording) -> Group:
     """Two runs side by side, a ``≠`` where they differ, then the first step at which they part."""
     table = Table(header_style="bold", title_justify="left")
@@ -121,7 +125,8 @@ def diff_view(a: Recording, b: Recording) -> Group:
             ("input tokens", a.input_tokens, b.input_tokens), ("output tokens", a.output_tokens, b.output_tokens),
             ("cost", format_cost(a.cost or 0.0), format_cost(b.cost or 0.0))]
     rows += [(f"{key.replace('_', ' ')} tools", ", ".join(a.tools.get(key, [])) or "-",
-              ", ".join(b.tools.get(key, [])) or "-") for key in ("requested", "executed", "blocked")]
+              ", ".join(b.tools.get(key, [])) or "-") for key in ("requested", "executed", "blocked", "pending")]
+    rows.append(("decided calls", _decided(a), _decided(b)))  # a resumed run's calls a person decided on
     for label, left, right in rows:
         same = left == right or label == "trace"
         style = stop_style(str(left)) if label == "stop reason" else ""

@@ -38,6 +38,7 @@ import dataclasses
 import json
 import re
 import time
+import uuid
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -52,6 +53,7 @@ from .._traces._printable import printable
 from .._core._run import Run, canonical_arguments
 from .._instrumentation._telemetry import tool_list_attributes
 from ._fake import FakeModel
+from .._core._checkpoint import Checkpoint, PendingCall, Spent
 from .._core._deadline import DeadlineExceeded
 from .._core._tools import Ask, FatalToolError, Registry, Tool, ToolError, ask
 from .._traces._trace import SpanRecord, group_traces
@@ -143,6 +145,8 @@ class Replay:
     def run(self, agent: Agent | None = None) -> Run:
         """Run the recorded task (after the recorded history) with the driver the trace shows."""
         agent = agent or self.agent()
+        if self.recording.resumed is not None:
+            return _resumed(agent, self.recording)
         driver = self.recording.driver
         if driver == "arun":
             return asyncio.run(agent.arun(self.task, self.history))
@@ -175,6 +179,10 @@ class Replay:
                  ("not dispatched", r.tools.get("not_dispatched", []), lists["not_dispatched"]),
                  ("pending", r.tools.get("pending", []), lists["pending"]),
                  ("lengths of the cut tool lists", r.tool_counts, counts)]
+        if r.resumed is not None:  # the calls a person decided on, which no model turn holds
+            facts.append(("decided calls", [(c["name"], c["outcome"], c["result"] if results else None)
+                                            for c in r.resumed["decided"]], [(x.name, x.outcome.value, x.content if
+                                            results else None) for s in run.steps if s.resumed for x in s.tool_results]))
         if r.input_tokens is not None:
             facts.append(("input tokens", r.input_tokens, run.own_input_tokens))
         if r.output_tokens is not None:
@@ -391,7 +399,7 @@ def _after(text: str | None, prefix: str) -> str:
 def steps_of(run: Run) -> list[RecordedStep]:
     """A finished ``Run``'s steps as ``RecordedStep``s, to compare with a recording's."""
     steps = []
-    for step in run.steps:
+    for step in (s for s in run.steps if not s.resumed):  # a resumed run's decided calls: no model turn
         c = step.completion
         calls = [RecordedCall(id=call.id, name=call.name, arguments=call.arguments) for call in c.tool_calls]
         dispatched = [call for i, call in enumerate(calls) if i not in step.waiting]
@@ -406,6 +414,22 @@ def steps_of(run: Run) -> list[RecordedStep]:
         failed = N.ERROR_TIMEOUT if run.error is None else error_type(run.error)
         steps.append(RecordedStep(error=failed))
     return steps
+
+
+def _resumed(agent: Agent, r: Recording) -> Run:
+    """A resumed run again: a checkpoint of the recorded conversation, its calls decided as recorded."""
+    info, system = r.resumed or {}, [{"role": "system", "content": r.system_prompt}] if r.system_prompt else []
+    calls = [RecordedCall(**c) for c in info.get("decided", [])]
+    checkpoint = Checkpoint(id=f"replay-{uuid.uuid4().hex}", agent=agent.name, tools=tuple(sorted(agent.registry.names)),
+                            budget=agent.budget, step_index=info.get("step_index", 0), messages=[*system, *r.history],
+                            spent=Spent(steps=info.get("step_index", 0) + 1, input_tokens=info.get("input_tokens", 0),
+                                        output_tokens=info.get("output_tokens", 0)),
+                            pending=tuple(PendingCall(id=c.id, name=c.name, arguments=c.arguments or {}, reason="recorded")
+                                          for c in calls))
+    decisions = {c.id: c.outcome != ToolOutcome.DENIED.value or _after(c.result, "Denied: ") for c in calls}
+    if r.driver == "arun":
+        return asyncio.run(agent.aresume(checkpoint, decisions))
+    return agent.resume(checkpoint, decisions)
 
 
 def tool_lists_of(run: Run) -> tuple[dict[str, list[str]], dict[str, int]]:

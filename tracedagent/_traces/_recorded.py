@@ -132,6 +132,10 @@ class Recording:
     """The agent's own output tokens."""
     cost: float | None = None
     """``tracedagent.cost_usd``, when the budget had prices."""
+    resumed: dict[str, Any] | None = None
+    """For a resumed run (``tracedagent.resumed_from``): ``step_index`` of its decided calls,
+    the tokens spent before the pause, and ``decided``: each call's id, name, arguments,
+    outcome and result. Replay resumes a checkpoint of the recorded conversation with them."""
     # --- reading a trace ---------------------------------------------------------------
 
     @classmethod
@@ -157,7 +161,8 @@ class Recording:
         system = reader.json(a, N.GEN_AI_SYSTEM_INSTRUCTIONS, "the run's system prompt", optional=True)
         opening = reader.json(a, N.GEN_AI_INPUT_MESSAGES, "the run's task")
         messages = [_loop_message(m) for m in opening] if isinstance(opening, list) else []
-        task = messages.pop()["content"] if messages else ""
+        resumed, decided = _decided(trace, span, reader) if N.RESUMED_FROM in a else (None, [])
+        task = "" if resumed is not None else messages.pop()["content"] if messages else ""  # resumed: all history
         steps = [reader.step(trace, step) for step in sorted(
             (c for c in trace.children(span) if c.name == N.STEP_SPAN_NAME),
             key=lambda s: int_or_none(s.attributes.get(N.STEP_INDEX)) or 0)]
@@ -171,7 +176,9 @@ class Recording:
             driver=_driver(trace, span, tool_spans),
             parallel_tool_calls=a.get(N.TOOLS_PARALLEL) is not False,
             max_tool_concurrency=max(int_or_none(a.get(N.TOOLS_MAX_CONCURRENCY)) or 0, 0) or None,
-            tool_names=_tool_names(steps), steps=steps, stubs=_stubs(steps, str(a[N.STOP_REASON])),
+            tool_names=list(dict.fromkeys([*_tool_names(steps), *(c.name for c in decided)])), steps=steps,
+            stubs=[c for c in decided if c.outcome != ToolOutcome.DENIED.value] + _stubs(steps, str(a[N.STOP_REASON])),
+            resumed=resumed,
             stop_reason=str(a[N.STOP_REASON]),
             step_count=int_or_none(a.get(N.STEPS)) or 0,
             tools={key: string_list(a.get(name)) for key, name in TOOL_LISTS.items()},
@@ -250,6 +257,33 @@ def _only_arun(trace: Trace, run: SpanRecord, tool_spans: list[SpanRecord]) -> b
                for c in trace.children(step)):
             return True
     return any(t.attributes.get(N.TOOL_DEADLINE_CUT) is True for t in tool_spans)
+
+
+def _decided(trace: Trace, run: SpanRecord, reader: _Reader) -> tuple[dict[str, Any], list[RecordedCall]]:
+    """A resumed run's decided calls (its step without a model call) and what it spent before."""
+    a = run.attributes
+    step = next((s for s in trace.children(run) if s.name == N.STEP_SPAN_NAME and s.attributes.get(N.STEP_RESUMED)),
+                None)
+    calls = []
+    for t in [c for c in trace.children(step) if c.operation == N.OP_EXECUTE_TOOL] if step is not None else []:
+        ta = t.attributes
+        calls.append(RecordedCall(id=str(ta.get(N.GEN_AI_TOOL_CALL_ID)), name=str(ta.get(N.GEN_AI_TOOL_NAME)),
+                                  arguments=_arguments(ta.get(N.GEN_AI_TOOL_CALL_ARGUMENTS)),
+                                  outcome=str(ta.get(N.TOOL_OUTCOME)),
+                                  result=reader.text(ta.get(N.GEN_AI_TOOL_CALL_RESULT), "a decided call's result",
+                                                     ta, N.GEN_AI_TOOL_CALL_RESULT)))
+    before = {k: (int_or_none(a.get(total)) or 0) - (int_or_none(a.get(own)) or 0) for k, total, own in (
+        ("input_tokens", N.USAGE_TOTAL_INPUT_TOKENS, N.GEN_AI_USAGE_INPUT_TOKENS),
+        ("output_tokens", N.USAGE_TOTAL_OUTPUT_TOKENS, N.GEN_AI_USAGE_OUTPUT_TOKENS))}
+    index = (int_or_none(step.attributes.get(N.STEP_INDEX)) if step is not None else None) or 0
+    return {"step_index": index, **before, "decided": [dataclasses.asdict(c) for c in calls]}, calls
+
+
+def _arguments(raw: Any) -> Any:
+    try:  # a tool span's captured arguments (JSON), as the model sent them
+        return parse_json(raw) if isinstance(raw, str) else None
+    except ValueError:
+        return raw
 
 
 def _tool_names(steps: list[RecordedStep]) -> list[str]:
