@@ -85,10 +85,10 @@ def test_weaver_registry_check_passes(registry):
 
 # --- the registry, the code and the docs hold to each other ----------------------------------
 
-NOT_TELEMETRY = {"TEMPORAL_WORKFLOW", "TEMPORAL_MODEL_ACTIVITY", "TEMPORAL_TOOL_ACTIVITY", "TEMPORAL_APPROVAL_SIGNAL",
-                 "TEMPORAL_PROGRESS_QUERY"}
+NOT_TELEMETRY = {"TEMPORAL_WORKFLOW", "TEMPORAL_MODEL_ACTIVITY", "TEMPORAL_TOOL_ACTIVITY",
+                 "TEMPORAL_PROGRESS_QUERY", "TEMPORAL_DECIDE_UPDATE", "TEMPORAL_WAITING_QUERY"}
 """Constants of ``_names.py`` that look like telemetry names but name something else: Temporal's
-workflow and activity types, signals and queries."""
+workflow and activity types, updates and queries."""
 
 
 def _telemetry_names() -> dict[str, str]:
