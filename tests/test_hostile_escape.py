@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from typing import Any, Literal
 
 import pytest
@@ -86,6 +87,14 @@ def test_an_argument_that_cannot_be_shown_is_invalid_arguments(driver, capture, 
 @DRIVERS
 def test_a_models_own_cancelled_error_is_its_failure_and_the_chat_span_ends(driver):
     agent, spans = counted(Turns(asyncio.CancelledError()))
+    if driver == "arun" and sys.version_info < (3, 11):
+        # Python 3.10 cannot tell a model's own CancelledError from a cancellation of the task
+        # (no Task.cancelling), so arun takes it as one, as docs/async.md says: it propagates,
+        # and every span still ends.
+        with pytest.raises(asyncio.CancelledError):
+            drive(agent, driver)
+        assert spans.started == spans.ended == 3
+        return
     run = drive(agent, driver)
     assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, asyncio.CancelledError)
     assert spans.started == spans.ended == 3

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ClassVar, Iterable, Protocol, Sequence, overload
 
 from ._deadline import Deadline, DeadlineExceeded
-from ._records import ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type, in_thread, message_of
+from ._records import (ToolCall, ToolOutcome, ToolResult, being_cancelled, cancel_requests, error_type, in_thread,
+                       message_of)
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError", "Ask", "ask", "Approved",
@@ -328,7 +329,9 @@ def _ask(policy: Policy, call: ToolCall) -> str | Ask | None:
     try:
         verdict = policy(call)
     except (Exception, asyncio.CancelledError) as exc:  # fail closed: a broken guardrail must not wave calls through
-        if isinstance(exc, asyncio.CancelledError) and being_cancelled():  # the run itself is cancelled
+        # A policy is a plain function: nothing is awaited in it, so its CancelledError is its own,
+        # unless a cancellation of the run is pending (which Python 3.11+ counts): then let it through.
+        if isinstance(exc, asyncio.CancelledError) and cancel_requests() > 0:
             raise
         return f"the policy failed ({error_type(exc)}), so the call was not run"
     if verdict is None or isinstance(verdict, (str, Ask)):
