@@ -75,18 +75,20 @@ class Pausing:
     def pause(self, step: Any) -> Any:
         """After the turn's other calls were dispatched and nothing else ended the run: if a
         call waits for a decision (held, or a sub-agent's run that paused), the run stops
-        ``approval_required`` with a checkpoint to resume from."""
-        checkpoint = self.checkpoint_at(step, uuid.uuid4().hex, time.time())
-        return None if checkpoint is None else self.finish(Stop.APPROVAL_REQUIRED, detail=checkpoint)
+        ``approval_required`` with a checkpoint to resume from. (Nothing waits in nearly every
+        step: the id and the time are only drawn when something does.)"""
+        if not _waits(step):
+            return None
+        return self.finish(Stop.APPROVAL_REQUIRED, detail=self.checkpoint_at(step, uuid.uuid4().hex, time.time()))
 
     def checkpoint_at(self, step: Any, checkpoint_id: str, paused_at: float) -> Checkpoint | None:
         """The checkpoint of a run pausing after ``step`` (``None`` if nothing waits), the step
         marked paused. A durable workflow takes its id and time from its history, and waits
         for the decisions instead of finishing."""
+        if not _waits(step):
+            return None
         calls = step.completion.tool_calls
         subs = [r for r in step.tool_results if r.outcome is ToolOutcome.PENDING]
-        if not step.waiting and not subs:
-            return None
         step.paused = True
         arguments = {call.id: call.arguments for call in calls}
         return Checkpoint(
@@ -102,6 +104,11 @@ class Pausing:
                                            checkpoint=r.pending.paused) for r in subs),
             conversation_id=self.conversation_id, trace_id=self.trace_id, span_id=self.span_id,
             paused_at=paused_at)
+
+
+def _waits(step: Any) -> bool:
+    """Whether a call of ``step`` waits for a decision: held, or a sub-agent's run that paused."""
+    return bool(step.waiting) or any(r.outcome is ToolOutcome.PENDING for r in step.tool_results)
 
 
 class PausedRun:
