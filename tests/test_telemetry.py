@@ -508,3 +508,28 @@ def test_every_requested_call_has_one_fate_and_the_steps_agree(rec, stop):
     if run.not_dispatched_tools():
         [stopped_in] = [s for s in view.step_spans if s.attributes.get("tracedagent.tools.not_dispatched")]
         assert stopped_in.attributes["tracedagent.tools.not_dispatched_reason"] == stop.value
+
+
+def test_the_run_span_sums_its_own_prompt_cache_tokens_and_a_sub_agents_stay_on_its_span(rec):
+    """gen_ai.usage.cache_*.input_tokens on invoke_agent, as on chat spans: the run's own calls,
+    set only when non-zero (a run without caching carries neither)."""
+    from tracedagent import Usage
+    helper = Agent(FakeModel([Completion(text="checked", usage=Usage(50, 5, cache_read_input_tokens=40))]),
+                   name="helper", **rec.providers)
+    lead = Agent(FakeModel([
+        Completion(tool_calls=[ToolCall("c1", "helper", {"task": "check"})],
+                   usage=Usage(100, 10, cache_read_input_tokens=64, cache_creation_input_tokens=20)),
+        Completion(text="done", usage=Usage(120, 10, cache_read_input_tokens=84)),
+    ]), [helper.as_tool(description="Checks.")], name="lead", **rec.providers)
+    run = lead.run("go")
+    assert run.ok and (run.own_cache_read_input_tokens, run.own_cache_creation_input_tokens) == (148, 20)
+    spans = {s.attributes["gen_ai.agent.name"]: s.attributes for s in rec.spans() if s.name.startswith("invoke_agent")}
+    assert spans["lead"]["gen_ai.usage.cache_read.input_tokens"] == 148
+    assert spans["lead"]["gen_ai.usage.cache_creation.input_tokens"] == 20
+    assert spans["helper"]["gen_ai.usage.cache_read.input_tokens"] == 40
+    assert "gen_ai.usage.cache_creation.input_tokens" not in spans["helper"]
+
+    plain = Agent(FakeModel([Completion(text="hi", usage=Usage(10, 2))]), name="plain", **rec.providers)
+    plain.run("go")
+    [plain_span] = [s for s in rec.spans() if s.name == "invoke_agent plain"]
+    assert not any(key.startswith("gen_ai.usage.cache") for key in plain_span.attributes)

@@ -154,6 +154,17 @@ class Run(PausedRun):
         return _own(self, lambda run: run.output_tokens - run.carried.output_tokens)
 
     @property
+    def own_cache_read_input_tokens(self) -> int:
+        """Of ``own_input_tokens``, those the providers served from their prompt caches (this
+        run's own recorded model turns)."""
+        return sum(step.completion.usage.cache_read_input_tokens for step in self.steps)
+
+    @property
+    def own_cache_creation_input_tokens(self) -> int:
+        """Of ``own_input_tokens``, those written to the providers' prompt caches."""
+        return sum(step.completion.usage.cache_creation_input_tokens for step in self.steps)
+
+    @property
     def own_cost(self) -> float:
         return _own(self, lambda run: run.cost - run.carried.cost)
 

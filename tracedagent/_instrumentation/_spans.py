@@ -217,6 +217,10 @@ class RunScope(_Scope):
                     N.USAGE_TOTAL_INPUT_TOKENS: run.input_tokens, N.USAGE_TOTAL_OUTPUT_TOKENS: run.output_tokens,
                     **({N.COST_USD: run.own_cost, N.TOTAL_COST_USD: run.cost} if self._priced else {}),
                     **tool_list_attributes(*run.tool_names())})
+                if cache_read := run.own_cache_read_input_tokens:  # as on the chat spans: when non-zero
+                    self.span.set_attribute(N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, cache_read)
+                if cache_creation := run.own_cache_creation_input_tokens:
+                    self.span.set_attribute(N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, cache_creation)
                 if self._t.capture is not None:  # the answer, where the run's GenAI tab shows it
                     self.span.set_attributes(self._t.capture.answer(answer_message(run)))
                 if run.paused is not None:
