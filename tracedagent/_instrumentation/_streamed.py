@@ -198,22 +198,20 @@ class StreamedModel:
             if self._astream is not None:
                 options = self._options(tools, max_output_tokens, temperature, deadline, self._astream_takes_timeout)
                 chunks = self._astream(messages, **options).__aiter__()
-                read = chunks.__anext__
             else:
                 options = self._options(tools, max_output_tokens, temperature, deadline, self._stream_takes_timeout)
                 chunks = _Threaded(iter(self._stream(messages, **options)))  # type: ignore[misc]
-                read = chunks.__anext__
+            append, add = turn.texts.append, turn.add
             first = True
-            while True:
-                try:
-                    chunk = await (read() if deadline is None else awaited(deadline, read()))
-                except StopAsyncIteration:
-                    break
+            async for chunk in (chunks if deadline is None else _until(deadline, chunks)):
                 if first:
                     scope.first_chunk()
                     first = False
-                text = turn.add(chunk)
-                if text:
+                if type(chunk) is str:  # text, the common chunk, on the shortest path
+                    append(chunk)
+                    if chunk:
+                        yield chunk
+                elif text := add(chunk):
                     yield text
             turn.result = check_completion(turn.completion())
         except GeneratorExit:
@@ -230,6 +228,18 @@ class StreamedModel:
         scope.finish(turn.result, turn.chunks)
 
 
+async def _until(deadline: Deadline, chunks: Any) -> AsyncIterator[Any]:
+    """``chunks``, each awaited until ``deadline`` (a chunk still awaited then is cancelled:
+    ``DeadlineExceeded``). Only a run with a time budget pays for this layer."""
+    read = chunks.__anext__
+    while True:
+        try:
+            chunk = await awaited(deadline, read())
+        except StopAsyncIteration:
+            return
+        yield chunk
+
+
 class _Threaded:
     """A sync model stream read from async code, each chunk in a worker thread."""
 
@@ -237,6 +247,9 @@ class _Threaded:
 
     def __init__(self, chunks: Iterator[Any]) -> None:
         self._chunks = chunks
+
+    def __aiter__(self) -> _Threaded:
+        return self
 
     async def __anext__(self) -> Any:
         chunk = await in_thread(next, self._chunks, _END)
