@@ -299,6 +299,79 @@ def test_a_bad_checkpoint_or_bad_decisions_raise_a_named_error_and_nothing_runs(
     assert agent.resume(checkpoint, {"c1": True, "c3": True}).ok, "a refused resume does not use the checkpoint up"
 
 
+def with_fields(checkpoint: str, key: str, **changes) -> str:
+    """The checkpoint with fields of its ``budget`` or ``spent`` changed (None: removed)."""
+    data = json.loads(checkpoint)
+    for name, value in changes.items():
+        if value is None:
+            del data[key][name]
+        else:
+            data[key][name] = value
+    return json.dumps(data)
+
+
+@pytest.mark.parametrize("key, changes", [
+    ("spent", {"steps": 10**400}), ("spent", {"cost": 10**400}), ("spent", {"steps": 2.5}),
+    ("spent", {"input_tokens": None}), ("budget", {"max_steps": 3.0}), ("budget", {"max_seconds": 10**400}),
+    ("budget", {"max_cost": "1"}), ("budget", {"repeat_limit": True}), ("budget", {"max_tokens": None}),
+    ("budget", {"surprise": 1}),
+], ids=["huge-steps", "huge-cost", "fractional-steps", "spent-lacks-a-field", "float-max-steps", "huge-max-seconds",
+        "string-max-cost", "bool-repeat-limit", "budget-lacks-a-field", "unknown-budget-field"])
+def test_a_checkpoint_with_a_field_of_the_wrong_type_or_size_or_missing_is_malformed_before_anything_runs(
+        checkpoint, key, changes):
+    """A missing field would reset a budget to its default, a wrong type fail half-way through the
+    resumed run (after the checkpoint was used up), and a huge int raised OverflowError."""
+    rec = Recorder()
+    agent = desk(["should not run"], rec=rec)
+    with pytest.raises(MalformedCheckpoint):
+        agent.resume(with_fields(checkpoint, key, **changes), {"c1": True, "c3": True})
+    assert agent.model.call_count == 0 and rec.spans() == []
+    assert agent.resume(checkpoint, {"c1": True, "c3": True}).ok, "a refused resume does not use the checkpoint up"
+
+
+def test_the_repeat_check_counts_the_calls_asked_for_before_the_pause():
+    budget = Budget(repeat_limit=2)
+    asked = [turn(("search_help", {"q": "same"}), prefix="a"),
+             turn(("search_help", {"q": "same"}), ("close_account", {"account": "A"}), prefix="b")]
+    paused = desk(asked, budget=budget).run("go")
+    assert paused.stop is Stop.APPROVAL_REQUIRED
+    assert dict(((name, arguments), times) for name, arguments, times in
+                Checkpoint.loads(paused.checkpoint()).repeats) == {("search_help", '{"q": "same"}'): 2,
+                                                                   ("close_account", '{"account": "A"}'): 1}
+    resumed = desk([turn(("search_help", {"q": "same"}), prefix="c"), "done"], budget=budget).resume(
+        paused.checkpoint(), {"b1": True})
+    assert resumed.stop is Stop.REPEATED_CALL, "the third identical call, as in a run that never paused"
+
+    older = json.loads(paused.checkpoint())
+    del older["repeats"]  # what an earlier release wrote: read, and counted afresh
+    again = desk([turn(("search_help", {"q": "same"}), prefix="c"), "done"], budget=budget).resume(
+        json.dumps(older), {"b1": True})
+    assert again.ok
+
+
+def test_a_sync_resume_inside_a_running_event_loop_with_async_tools_is_refused_before_anything_runs():
+    import asyncio
+
+    @tool(requires_approval=True)
+    async def close(account: str) -> str:
+        """Closes an account."""
+        return "closed"
+
+    def agent(script) -> Agent:
+        return Agent(FakeModel(script), Registry([close]), name="desk")
+
+    paused = agent([turn(("close", {"account": "A"}))]).run("go")
+    later = agent(["done"])
+
+    async def in_a_loop():
+        with pytest.raises(RuntimeError, match="aresume"):
+            later.resume(paused.checkpoint(), {"c0": True})
+        return await later.aresume(paused.checkpoint(), {"c0": True})
+
+    resumed = asyncio.run(in_a_loop())
+    assert resumed.ok and resumed.trajectory() == ["close"], "the refusal did not use the checkpoint up"
+
+
 def test_a_checkpoint_resumed_twice_is_refused_and_the_application_can_tell_across_processes(checkpoint):
     agent = desk(["done", "again"])
     first = agent.resume(checkpoint, {"c1": True, "c3": True})

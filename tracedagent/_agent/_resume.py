@@ -19,6 +19,8 @@ for every waiting call, is a new run - a new trace - whose span links to the pau
 
 from __future__ import annotations
 
+import asyncio
+
 import time
 from typing import Any, Mapping, Protocol
 
@@ -51,16 +53,29 @@ class Claim(Protocol):
 
 
 def prepare(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
-            claim: Claim | None) -> Checkpoint:
+            claim: Claim | None, *, synchronous: bool = False) -> Checkpoint:
     """The checkpoint, read and checked against ``agent`` and ``decisions``; claimed last, so a
-    refused resume does not use it up."""
+    refused resume does not use it up. A sync ``resume`` that would need an event loop of its
+    own (async tools, or a paused sub-agent, which is resumed as an async tool) inside a running
+    one is refused here, as ``run`` is, rather than failing the approved call."""
     cp = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.loads(checkpoint)
     _check_agent(agent, cp)
     check_decisions(cp, decisions)
+    if synchronous and (agent.registry.has_async_tools or cp.sub_agents) and _in_event_loop():
+        raise RuntimeError("Agent.resume was called inside a running event loop and this run has async tools "
+                           "or a paused sub-agent; use `await agent.aresume(...)` instead")
     claimed = agent._claim(cp.id) if claim is None else claim(cp.id)
     if not claimed:
         raise AlreadyResumed(f"checkpoint {cp.id} was resumed before; each pause is resumed once")
     return cp
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _check_agent(agent: Agent, cp: Checkpoint) -> None:
@@ -80,7 +95,7 @@ def _check_agent(agent: Agent, cp: Checkpoint) -> None:
 def resume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
            claim: Claim | None = None) -> Run:
     """See ``Agent.resume``."""
-    cp = prepare(agent, checkpoint, decisions, claim)
+    cp = prepare(agent, checkpoint, decisions, claim, synchronous=True)
     traced, state, parent = _start(agent, cp, decisions, asynchronous=False)
     token = current_run.set(state)
     try:
@@ -120,9 +135,13 @@ def _start(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], *,
     traced = RunScope(agent._telemetry, cp.budget, messages, cp.conversation_id, asynchronous=asynchronous,
                       parallel_tool_calls=agent.parallel_tool_calls, max_tool_concurrency=agent.max_tool_concurrency,
                       resumed=Resumed(cp, approved, denied))
-    state = RunState(cp.budget, messages, trace_id=traced.trace_id, conversation_id=cp.conversation_id,
-                     parent=parent, agent=agent.name, tools=agent.registry.names, span_id=traced.span_id)
-    state.continue_from(cp)
+    try:
+        state = RunState(cp.budget, messages, trace_id=traced.trace_id, conversation_id=cp.conversation_id,
+                         parent=parent, agent=agent.name, tools=agent.registry.names, span_id=traced.span_id)
+        state.continue_from(cp)
+    except BaseException as exc:  # a bug: no run, but no span left open
+        traced.fail(failure_kind(exc))
+        raise
     record_decisions(agent._telemetry, cp, decisions, time.time())
     return traced, state, parent
 

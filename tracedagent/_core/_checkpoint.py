@@ -140,6 +140,10 @@ class Checkpoint:
     """The paused run span's id (hex): the resumed run span links to it."""
     paused_at: float = 0.0
     """``time.time()`` when the run paused: approval wait is measured from it."""
+    repeats: tuple[tuple[str, str, int], ...] = ()
+    """How many times the run had asked for each call (tool name, canonical arguments) when it
+    paused: the resumed run's repeat check goes on counting from there. (Absent from a
+    checkpoint an earlier release wrote: such a run counts afresh.)"""
 
     def calls(self) -> list[PendingCall]:
         """Every call waiting, sub-agents' included (their ids prefixed with the sub-agent call's)."""
@@ -157,7 +161,7 @@ class Checkpoint:
                 "sub_agents": [{"call_id": s.call_id, "name": s.name, "arguments": s.arguments,
                                 "checkpoint": s.checkpoint.as_dict()} for s in self.sub_agents],
                 "conversation_id": self.conversation_id, "trace_id": self.trace_id, "span_id": self.span_id,
-                "paused_at": self.paused_at}
+                "paused_at": self.paused_at, "repeats": [list(r) for r in self.repeats]}
 
     def dumps(self) -> str:
         """The versioned JSON. Arguments JSON cannot hold are written as their ``str``."""
@@ -181,17 +185,17 @@ class Checkpoint:
             raise UnknownCheckpointVersion(f"checkpoint version {str(version)[:20]!r}: this tracedagent reads "
                                            f"version {CHECKPOINT_VERSION}")
         try:
-            budget = Budget(**_typed(data, "budget", dict))
-            spent = Spent(**{k: int(_number(v, k)) if k in _COUNTS else _number(v, k)
-                             for k, v in _typed(data, "spent", dict).items()})
+            budget = Budget(**_fields(_typed(data, "budget", dict), Budget, "budget"))
+            spent = Spent(**_fields(_typed(data, "spent", dict), Spent, "spent"))
             return cls(id=_typed(data, "id", str), agent=_typed(data, "agent", str),
                        tools=tuple(_strings(_typed(data, "tools", list), "tools")), budget=budget, spent=spent,
                        messages=[_typed({"message": m}, "message", dict) for m in _typed(data, "messages", list)],
-                       step_index=_typed(data, "step_index", int),
+                       step_index=_number(_typed(data, "step_index", int), "step_index"),
                        pending=tuple(_pending(p) for p in _typed(data, "pending", list)),
                        sub_agents=tuple(_sub_agent(s) for s in _typed(data, "sub_agents", list)),
                        conversation_id=_optional(data, "conversation_id"), trace_id=_optional(data, "trace_id"),
-                       span_id=_optional(data, "span_id"), paused_at=_number(data.get("paused_at", 0.0), "paused_at"))
+                       span_id=_optional(data, "span_id"), paused_at=_number(data.get("paused_at", 0.0), "paused_at"),
+                       repeats=tuple(_repeat(r) for r in _typed({"repeats": data.get("repeats", [])}, "repeats", list)))
         except CheckpointError:
             raise
         except (TypeError, ValueError) as exc:  # Budget's own checks, an unknown field
@@ -214,7 +218,30 @@ def check_decisions(checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -
             raise BadDecisions(f"the decision for {key!r} is {type(value).__name__}, not True, False or a reason")
 
 
-_COUNTS = ("steps", "input_tokens", "output_tokens", "tool_calls")
+_LARGEST = 2**53
+"""The largest number a checkpoint may hold: what a JSON number keeps exactly in most readers.
+Larger, it is garbage (no budget or run is that large), and a float cannot hold some of them."""
+
+
+def _fields(data: dict[str, Any], kind: type, key: str) -> dict[str, Any]:
+    """``data`` as the fields of the dataclass ``kind`` (``Budget``, ``Spent``): every field
+    present, each a non-negative number of the field's own type (an int where the field is an
+    int), or ``None`` where the field may be - so that a checkpoint that lost a field or holds
+    a wrong type is refused here, before anything runs, rather than reset to a default or
+    failing half-way through a resumed run."""
+    fields = {f.name: f for f in dataclasses.fields(kind)}
+    unknown = sorted(str(name)[:40] for name in data if name not in fields)
+    missing = sorted(name for name in fields if name not in data)
+    if unknown or missing:
+        raise MalformedCheckpoint(f"the checkpoint's {key!r} has unknown fields {unknown} or lacks {missing}")
+    for name, f in fields.items():
+        value, annotation = data[name], str(f.type)
+        if value is None and "None" in annotation:
+            continue
+        _number(value, f"{key}.{name}")
+        if annotation.startswith("int") and type(value) is not int:
+            raise MalformedCheckpoint(f"the checkpoint's '{key}.{name}' is {type(value).__name__}, not int")
+    return data
 
 
 def _typed(data: dict[str, Any], key: str, kind: type) -> Any:
@@ -229,7 +256,8 @@ def _optional(data: dict[str, Any], key: str) -> str | None:
 
 
 def _number(value: Any, key: str) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not -_LARGEST <= value <= _LARGEST
+            or not math.isfinite(value) or value < 0):
         raise MalformedCheckpoint(f"the checkpoint's {key!r} is not a non-negative number")
     return value
 
@@ -245,6 +273,13 @@ def _arguments(data: dict[str, Any]) -> dict[str, Any] | str:
     if not isinstance(value, (dict, str)):
         raise MalformedCheckpoint("a waiting call's arguments are neither an object nor a string")
     return value
+
+
+def _repeat(data: Any) -> tuple[str, str, int]:
+    if not (isinstance(data, list) and len(data) == 3 and isinstance(data[0], str) and isinstance(data[1], str)
+            and type(data[2]) is int):
+        raise MalformedCheckpoint("the checkpoint's 'repeats' are not [tool name, arguments, count] triples")
+    return data[0], data[1], _number(data[2], "repeats")
 
 
 def _pending(data: Any) -> PendingCall:

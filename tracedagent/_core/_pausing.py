@@ -47,6 +47,7 @@ class Pausing:
     clock: Clock
     usage: RunUsage
     steps: list[Any]
+    _seen_calls: dict[tuple[str, str], int]
 
     def finish(self, stop: Stop, *, detail: Any = None) -> Any: ...  # RunState's
 
@@ -60,6 +61,7 @@ class Pausing:
         used = self.usage
         used.input_tokens, used.output_tokens, used.cost = spent.input_tokens, spent.output_tokens, spent.cost
         used.tool_calls = spent.tool_calls
+        self._seen_calls = {(name, arguments): times for name, arguments, times in checkpoint.repeats}
         if self.budget.max_seconds is not None:
             self.deadline = Deadline.after(max(0.0, self.budget.max_seconds - spent.seconds), self.clock)
 
@@ -103,7 +105,8 @@ class Pausing:
             sub_agents=tuple(SubAgentPause(call_id=r.call_id, name=r.name, arguments=arguments.get(r.call_id, {}),
                                            checkpoint=r.pending.paused) for r in subs),
             conversation_id=self.conversation_id, trace_id=self.trace_id, span_id=self.span_id,
-            paused_at=paused_at)
+            paused_at=paused_at, repeats=tuple((name, arguments, times)
+                                               for (name, arguments), times in self._seen_calls.items()))
 
 
 def _waits(step: Any) -> bool:
