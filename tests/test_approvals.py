@@ -265,6 +265,31 @@ def test_a_sub_agent_call_waiting_for_approval_pauses_the_team_and_resuming_cont
 
 # --- bad checkpoints: a named error, and nothing runs ---------------------------------------------
 
+def test_a_sub_agents_paused_call_is_blocked_not_pending_when_the_team_stops_for_another_reason():
+    """The team did not pause (a fatal tool error ended it), so nothing waits: the sub-agent's
+    call ran and did not succeed (blocked), the team's own held call was never dispatched."""
+    from tracedagent import FatalToolError
+
+    @tool
+    def explode(why: str) -> str:
+        """Fails for good."""
+        raise FatalToolError(why)
+
+    rec = Recorder()
+    clerk = desk([turn(("refund", {"order_id": "A1", "amount": 900.0}))], rec=rec, name="clerk")
+    lead = Agent(FakeModel([turn(("clerk", {"task": "refund A1"}), ("close_account", {"account": "B"}),
+                                 ("explode", {"why": "down"}), prefix="t")]),
+                 Registry([clerk.as_tool(description="Handles refunds."), close_account, explode]),
+                 name="lead", **rec.providers)
+    run = lead.run("help")
+    assert run.stop is Stop.TOOL_FATAL and run.pending == [] and run.pending_tools() == []
+    assert run.blocked_tools() == ["clerk", "explode"] and run.not_dispatched_tools() == ["close_account"]
+    span = rec.span("invoke_agent lead")
+    assert "tracedagent.tools.pending" not in span.attributes
+    assert span.attributes["tracedagent.tools.blocked"] == ("clerk", "explode")
+    fates_are_whole(span)
+
+
 @pytest.fixture(scope="module")
 def checkpoint() -> str:
     return desk([PAUSING_TURN]).run("refund me").checkpoint()

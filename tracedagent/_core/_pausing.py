@@ -145,7 +145,9 @@ class PausedRun:
 
 
 def step_fates(step: Any) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
-    """``Step.fates``: held calls are pending if the run paused on their turn, else not dispatched."""
+    """``Step.fates``: held calls are pending if the run paused on their turn, else not
+    dispatched; a sub-agent's call whose run paused is pending if this run paused too, else
+    blocked (it was dispatched, and did not succeed: the run stopped for another reason)."""
     calls = step.completion.tool_calls
     requested = [call.name for call in calls]
     executed: list[str] = []
@@ -154,7 +156,7 @@ def step_fates(step: Any) -> tuple[list[str], list[str], list[str], list[str], l
     for result in step.tool_results:
         if result.ok:
             executed.append(result.name)
-        elif result.outcome is ToolOutcome.PENDING:
+        elif result.outcome is ToolOutcome.PENDING and step.paused:
             pending.append(result.name)
         else:
             blocked.append(result.name)
