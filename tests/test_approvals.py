@@ -14,8 +14,8 @@ from opentelemetry.trace import StatusCode
 
 from async_support import turn, watch
 from sample_tools import close_account, refund, search_help
-from tracedagent import (AlreadyResumed, BadDecisions, Budget, Checkpoint, CheckpointError, MalformedCheckpoint,
-                         Agent, Registry, Stop, ToolCall, ToolOutcome, UnknownCheckpointVersion, WrongAgent, ask, tool)
+from tracedagent import (AlreadyResumed, BadDecisions, Budget, Checkpoint, CheckpointError, Completion,
+                         MalformedCheckpoint, Agent, Registry, Stop, ToolCall, ToolOutcome, UnknownCheckpointVersion, WrongAgent, ask, tool)
 from tracedagent.testing import FakeModel, Recorder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,6 +264,16 @@ def test_a_sub_agent_call_waiting_for_approval_pauses_the_team_and_resuming_cont
 
 
 # --- bad checkpoints: a named error, and nothing runs ---------------------------------------------
+
+def test_calls_sharing_an_id_are_denied_not_held_since_one_decision_would_run_both():
+    both = Completion(tool_calls=[ToolCall("x", "close_account", {"account": "KEEP"}),
+                                  ToolCall("x", "close_account", {"account": "DELETE-ALL"}),
+                                  ToolCall("y", "close_account", {"account": "Z"})])
+    paused = desk([both]).run("go")
+    assert paused.stop is Stop.APPROVAL_REQUIRED and [c.id for c in paused.pending] == ["y"]
+    assert [r.outcome for r in paused.steps[0].tool_results] == [ToolOutcome.DENIED, ToolOutcome.DENIED]
+    assert paused.blocked_tools() == ["close_account", "close_account"]
+
 
 def test_a_sub_agents_paused_call_is_blocked_not_pending_when_the_team_stops_for_another_reason():
     """The team did not pause (a fatal tool error ended it), so nothing waits: the sub-agent's

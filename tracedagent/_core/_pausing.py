@@ -71,7 +71,13 @@ class Pausing:
 
     def hold(self, step: Any, waiting: dict[int, str]) -> None:
         """Before the turn is dispatched: the calls (by position) that wait for a decision. The
-        driver dispatches the others; ``pause`` then stops the run if any wait."""
+        driver dispatches the others; ``pause`` then stops the run if any wait. A call whose id
+        another call of the turn shares is not held: a decision names a call by its id, so one
+        decision would run both. It is dispatched instead, and the registry denies it, as it
+        denies every call that needs approval and has none (fail closed)."""
+        if waiting:
+            ids = [call.id for call in step.completion.tool_calls]
+            waiting = {i: why for i, why in waiting.items() if ids.count(ids[i]) == 1}
         step.waiting = waiting
 
     def pause(self, step: Any) -> Any:
