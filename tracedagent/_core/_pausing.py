@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ._budget import Budget, Stop
@@ -76,8 +77,9 @@ class Pausing:
         decision would run both. It is dispatched instead, and the registry denies it, as it
         denies every call that needs approval and has none (fail closed)."""
         if waiting:
-            ids = [call.id for call in step.completion.tool_calls]
-            waiting = {i: why for i, why in waiting.items() if ids.count(ids[i]) == 1}
+            calls = step.completion.tool_calls
+            times = Counter(call.id for call in calls)
+            waiting = {i: why for i, why in waiting.items() if times[calls[i].id] == 1}
         step.waiting = waiting
 
     def pause(self, step: Any) -> Any:
