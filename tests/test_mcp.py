@@ -130,6 +130,32 @@ def test_a_server_that_cannot_be_started_is_one_named_error_at_the_with():
             pass
 
 
+def test_a_url_that_cannot_be_read_is_never_shown_since_it_may_hold_a_key():
+    """The server's name falls back to its host, and without one to "mcp", never to the URL."""
+    recorder = Recorder()
+    with pytest.raises(MCPUnavailable) as raised:
+        with MCPServer.http("localhost:8080/mcp?api_key=sk-live-SECRET123", connect_timeout=20,
+                            tracer_provider=recorder.tracer_provider):
+            pass
+    assert "SECRET" not in str(raised.value)
+    assert recorder.spans() and not any("SECRET" in str(value) for span in recorder.spans()
+                                        for value in span.attributes.values())
+
+
+def test_a_servers_own_names_and_ids_are_bounded_on_the_spans():
+    recorder = Recorder()
+    long_name = "n" * 20_000
+    with MCPServer.stdio(sys.executable, [*WORKSHOP, "--echo-as", long_name], timeout=CALM,
+                         tracer_provider=recorder.tracer_provider) as server:
+        [tool] = [t for t in server.tools(prefix="p_") if t.name.startswith("p_nnn")]
+        run = Agent(FakeModel([turn((tool.name, {"text": "hi"})), "done"]), [tool], **recorder.providers).run("go")
+    assert run.ok and "hi" in run.steps[0].tool_results[0].content
+    [span] = tool_spans(recorder)
+    assert span.attributes[N.MCP_TOOL_NAME] == long_name[:N.MAX_NAME_LENGTH]
+    assert all(len(value) <= N.MAX_NAME_LENGTH for s in recorder.spans() for value in s.attributes.values()
+               if isinstance(value, str))
+
+
 # --- outcomes ---------------------------------------------------------------------------------
 
 def test_every_kind_of_answer_is_a_named_outcome_the_model_sees(http_url):

@@ -116,7 +116,10 @@ def _trace_to_collector() -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--http", type=int, help="serve streamable HTTP on 127.0.0.1:PORT")
+    parser.add_argument("--echo-as", help="serve echo under this name too (a hostile server's long name)")
     options = parser.parse_args()
+    if options.echo_as:
+        server.add_tool(echo, name=options.echo_as)
     if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT"):
         _trace_to_collector()
     if options.http:

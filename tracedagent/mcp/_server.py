@@ -132,7 +132,8 @@ class MCPServer:
             client.event_hooks["response"].append(read_session_id)
             return _owning(client, streamable_http_client(url, http_client=client))
 
-        return cls(name=name or parts.hostname or url, connect=connect, transport=N.NETWORK_TRANSPORT_TCP,
+        # Never the URL itself as the name: it may hold a key in its query or a password.
+        return cls(name=name or parts.hostname or "mcp", connect=connect, transport=N.NETWORK_TRANSPORT_TCP,
                    address=parts.hostname, port=parts.port or default_port, **options)
 
     # --- the block ------------------------------------------------------------------------
@@ -215,7 +216,7 @@ class MCPServer:
         token = otel_context.attach(context)
         try:
             span.set_attributes({N.MCP_METHOD_NAME: N.MCP_TOOLS_CALL, **self._attributes,
-                                 **({N.MCP_TOOL_NAME: name} if renamed else {})})
+                                 **({N.MCP_TOOL_NAME: _identifier(name)} if renamed else {})})
             live = await self._session()
             span.set_attributes({N.MCP_SESSION_ID: live.session_id, N.MCP_PROTOCOL_VERSION: live.protocol_version})
             from mcp.shared.exceptions import MCPError
@@ -300,8 +301,8 @@ class MCPServer:
                     restarted = {N.MCP_RESTART: True} if restart else {}
                     with request_span(self._tracer, N.MCP_INITIALIZE, {**self._attributes, **restarted}) as span:
                         started = await session.initialize()
-                        live = _Live(session=session, protocol_version=started.protocol_version,
-                                     session_id=ids[-1] if ids else uuid.uuid4().hex)
+                        live = _Live(session=session, protocol_version=_identifier(str(started.protocol_version)),
+                                     session_id=_identifier(ids[-1]) if ids else uuid.uuid4().hex)
                         span.set_attributes({N.MCP_PROTOCOL_VERSION: live.protocol_version,
                                              N.MCP_SESSION_ID: live.session_id})
                     await self._list(live)
@@ -401,3 +402,11 @@ async def _owning(client: Any, transport: AsyncContextManager[Any]) -> Any:
     """The HTTP transport with the client it was given, which it does not close itself."""
     async with client, transport as streams:
         yield streams
+
+
+def _identifier(text: str) -> str:
+    """A name or id the server chose, as an attribute: at most ``MAX_NAME_LENGTH`` characters,
+    printable (a hostile server cannot bloat every span of the session, nor write escapes)."""
+    if len(text) <= N.MAX_NAME_LENGTH and text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else "?" for c in text[:N.MAX_NAME_LENGTH])
