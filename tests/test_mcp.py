@@ -156,6 +156,18 @@ def test_a_servers_own_names_and_ids_are_bounded_on_the_spans():
                if isinstance(value, str))
 
 
+def test_a_server_error_with_the_sdks_connection_closed_code_is_the_servers_error_not_a_lost_connection():
+    recorder = Recorder()
+    with workshop(recorder) as server:
+        script = [turn(("overloaded", {})), turn(("overloaded", {})), turn(("pid", {})), "done"]
+        run = Agent(FakeModel(script), server.tools(), **recorder.providers).run("go")
+    first, second = run.steps[0].tool_results[0], run.steps[1].tool_results[0]
+    assert (first.error_type, second.error_type) == ("MCPRequestError", "MCPRequestError")
+    assert "too busy, try later" in first.content, "the model sees the server's message"
+    sessions = {s.attributes[N.MCP_SESSION_ID] for s in tool_spans(recorder)}
+    assert len(sessions) == 1, "the session was kept, not restarted after each error"
+
+
 # --- outcomes ---------------------------------------------------------------------------------
 
 def test_every_kind_of_answer_is_a_named_outcome_the_model_sees(http_url):

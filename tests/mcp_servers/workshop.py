@@ -42,6 +42,12 @@ def lookup(order_id: str) -> dict:
 
 
 @server.tool()
+def overloaded() -> str:
+    """Always answers with JSON-RPC error -32000, the code the SDK also uses for a closed connection."""
+    raise MCPError(code=-32000, message="too busy, try later")
+
+
+@server.tool()
 def picture() -> list:
     """A one-pixel picture and a caption."""
     png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 24).decode()

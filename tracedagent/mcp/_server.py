@@ -226,7 +226,7 @@ class MCPServer:
                 with joined(span):
                     result = await live.session.call_tool(name, arguments)
             except MCPError as exc:
-                if exc.error.code == CONNECTION_CLOSED:
+                if exc.error.code == CONNECTION_CLOSED and not await self._answers(live):
                     self._lose(live)
                     raise MCPConnectionLost(f"the connection to the MCP server {self.name!r} ended during the "
                                             "call; it is opened again for the next call") from None
@@ -244,6 +244,16 @@ class MCPServer:
             return text
         finally:
             otel_context.detach(token)
+
+    async def _answers(self, live: _Live) -> bool:
+        """Whether the session still answers a ``ping``. -32000 is the SDK's code for a connection
+        that closed, and also one servers send for errors of their own: the ping tells a server
+        that answered an error (its message reaches the model, the session stays) from one gone."""
+        try:
+            await asyncio.wait_for(live.session.send_ping(), self.connect_timeout)
+        except Exception:
+            return False
+        return True
 
     async def _session(self) -> _Live:
         """The open session, opening one (again) if the last was lost."""
