@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 import time
 from typing import Any, AsyncIterator, Iterator
 
@@ -398,3 +399,115 @@ async def test_200_concurrent_astream_runs_keep_their_own_traces(rec, spans):
             f"agent-{i}"}
         assert len(own) == 6
     assert rec.metric("tracedagent.runs", stop_reason="answered") == 200
+
+
+# --- found by review: a stream read straight from the call, and streams that fail to close -------
+
+def test_a_stream_read_straight_from_the_call_yields_every_event(rec, spans):
+    """``for event in agent.stream(task)`` holds nothing but the iterator: it must hold the stream."""
+    events = [event.type for event in Agent(FakeModel(["hello world"], chunk_size=3), **rec.providers).stream("go")]
+    assert events[-1] == "run_end" and events.count("text_delta") >= 3
+    assert spans.started == spans.ended == 3
+
+
+def test_a_models_own_cancelled_error_in_its_stream_is_its_failure_as_under_run(rec, spans):
+    class Cancels:
+        def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+            raise asyncio.CancelledError
+
+        def stream(self, messages, tools=None, max_output_tokens=None, temperature=None):
+            yield "hello"
+            raise asyncio.CancelledError
+
+    assert Agent(Cancels(), **rec.providers).run("go").stop is Stop.MODEL_ERROR
+    events, run = read(Agent(Cancels(), **rec.providers))
+    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, asyncio.CancelledError)
+    assert spans.started == spans.ended == 6
+
+
+class ClosesBadly:
+    """A provider response whose ``close`` raises, as a broken HTTP stream's may."""
+
+    def __init__(self) -> None:
+        self.chunks = iter(["hello ", "world"])
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        return next(self.chunks)
+
+    def close(self) -> None:
+        raise OSError("close failed")
+
+    def __aiter__(self) -> ClosesBadly:
+        return self
+
+    async def __anext__(self) -> str:
+        try:
+            return next(self.chunks)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        raise OSError("close failed")
+
+
+class ClosingBadlyModel:
+    def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        return Completion(text="hello world")
+
+    def stream(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        return ClosesBadly()
+
+    def astream(self, messages, tools=None, max_output_tokens=None, temperature=None):
+        return ClosesBadly()
+
+
+async def test_a_model_stream_whose_close_fails_ends_every_span_however_the_stream_ends(rec, spans):
+    events, run = read(Agent(ClosingBadlyModel(), **rec.providers))
+    assert run.stop is Stop.MODEL_ERROR and isinstance(run.error, OSError), "a failed close is the call's failure"
+    events, arun = await aread(Agent(ClosingBadlyModel(), **rec.providers))
+    assert arun.stop is Stop.MODEL_ERROR and isinstance(arun.error, OSError)
+    assert spans.started == spans.ended == 6
+
+    with Agent(ClosingBadlyModel(), **rec.providers).stream("go") as stream:
+        for _ in stream:
+            break  # the consumer leaves: cancelled, whatever the close says
+    async with Agent(ClosingBadlyModel(), **rec.providers).astream("go") as astream:
+        async for _ in astream:
+            break
+    assert stream.run.stop is astream.run.stop is Stop.CANCELLED
+    assert spans.started == spans.ended == 12
+
+
+async def test_astream_over_a_synchronous_stream_cancelled_mid_read_propagates_and_closes_the_stream(rec, spans):
+    closed = []
+    reading = threading.Event()
+
+    class SyncOnly:
+        def complete(self, messages, tools=None, max_output_tokens=None, temperature=None):
+            return Completion(text="x")
+
+        def stream(self, messages, tools=None, max_output_tokens=None, temperature=None):
+            try:
+                yield "hello "
+                reading.set()
+                time.sleep(0.5)  # a read still running in its worker thread when the task is cancelled
+                yield "world"
+            finally:
+                closed.append(True)
+
+    async def consume(stream) -> None:
+        async for _ in stream:
+            pass
+
+    stream = Agent(SyncOnly(), **rec.providers).astream("go")
+    task = asyncio.create_task(consume(stream))
+    assert await asyncio.to_thread(reading.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert stream.run.stop is Stop.CANCELLED and stream.run.error is None
+    assert closed == [True], "the close waited for the read in its thread, then closed the generator"
+    assert spans.started == spans.ended == 3

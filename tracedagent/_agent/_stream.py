@@ -166,7 +166,9 @@ class AgentStream(_Stream):
         self.close()
 
     def __iter__(self) -> Iterator[StreamEvent]:
-        return iter(self._next, None)  # each event read in the run's context; ends with the run
+        # The stream itself, not a lighter iterator over ``_next``: ``for e in agent.stream(task)``
+        # holds nothing else, and a stream nobody holds is closed (``__del__``) before it starts.
+        return self
 
     def __next__(self) -> StreamEvent:
         return self._next()
@@ -209,7 +211,7 @@ def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent,
                 yield text_delta(name, text)
         except DeadlineExceeded:
             return state.model_failed(None, turn.received())
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:  # no task to cancel here: the model's own, as in run
             return state.model_failed(exc, turn.received())
         finally:
             texts.close()
@@ -356,10 +358,12 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             # 6. stop: the ceiling is the loop's structure, not a condition
             run = state.finish(Stop.STEP_BUDGET)
     except BaseException as exc:  # closed by the consumer, cancelled, interrupted, or a bug
-        for inner in (texts, forwarding):  # the model's stream, or sub-agents' calls, if the consumer left then
-            if inner is not None:
-                await inner.aclose()
-        h.interrupted(traced, state, exc)
+        try:
+            for inner in (texts, forwarding):  # the model's stream, or sub-agents' calls, if the consumer left then
+                if inner is not None:
+                    await inner.aclose()
+        finally:  # a close that fails too must not keep the run's spans from ending
+            h.interrupted(traced, state, exc)
         raise
     finally:
         current_run.reset(token)

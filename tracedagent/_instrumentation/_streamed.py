@@ -16,6 +16,7 @@ the span marked ``cancelled``; the run's deadline ends it marked ``timeout``.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any, AsyncIterator, Iterator
 
@@ -103,6 +104,22 @@ async def _aclose(chunks: Any) -> None:
         await close()
 
 
+def _close_after(chunks: Any) -> None:
+    """Close a stream the call is leaving already (it failed, or the consumer left): a close
+    that fails as well has nothing to add, and must not replace why the call ended."""
+    try:
+        _close(chunks)
+    except Exception:
+        pass
+
+
+async def _aclose_after(chunks: Any) -> None:
+    try:
+        await _aclose(chunks)
+    except Exception:
+        pass
+
+
 class StreamedModel:
     """An ``InstrumentedModel``'s model, called to stream."""
 
@@ -164,17 +181,15 @@ class StreamedModel:
                 if deadline is not None and deadline.passed():
                     raise DeadlineExceeded
             turn.result = check_completion(turn.completion())
+            _close(chunks)  # a response whose close fails is the call's failure, its span ended below
         except GeneratorExit:  # the consumer stopped reading
-            _close(chunks)
+            _close_after(chunks)
             scope.broke(N.ERROR_CANCELLED, turn.chunks)
             raise
         except BaseException as exc:
-            try:
-                _close(chunks)
-            finally:
-                scope.broke(failure_kind(exc), turn.chunks)
+            _close_after(chunks)
+            scope.broke(failure_kind(exc), turn.chunks)
             raise
-        _close(chunks)
         scope.finish(turn.result, turn.chunks)
 
     async def astream(self, turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None,
@@ -214,17 +229,19 @@ class StreamedModel:
                 elif text := add(chunk):
                     yield text
             turn.result = check_completion(turn.completion())
-        except GeneratorExit:
             await _aclose(chunks)
-            scope.broke(N.ERROR_CANCELLED, turn.chunks)
+        except GeneratorExit:
+            try:
+                await _aclose_after(chunks)
+            finally:  # even if this task is cancelled again while it closes
+                scope.broke(N.ERROR_CANCELLED, turn.chunks)
             raise
         except BaseException as exc:
             try:
-                await _aclose(chunks)
+                await _aclose_after(chunks)
             finally:
                 scope.broke(failure_kind(exc), turn.chunks)
             raise
-        await _aclose(chunks)
         scope.finish(turn.result, turn.chunks)
 
 
@@ -241,24 +258,35 @@ async def _until(deadline: Deadline, chunks: Any) -> AsyncIterator[Any]:
 
 
 class _Threaded:
-    """A sync model stream read from async code, each chunk in a worker thread."""
+    """A sync model stream read from async code, each chunk in a worker thread. A read and the
+    close take turns (a lock): a cancelled or cut-off read goes on in its thread, and a generator
+    cannot be closed while it runs, so the close waits for that read to end, then closes."""
 
-    __slots__ = ("_chunks",)
+    __slots__ = ("_chunks", "_turn")
 
     def __init__(self, chunks: Iterator[Any]) -> None:
         self._chunks = chunks
+        self._turn = threading.Lock()
 
     def __aiter__(self) -> _Threaded:
         return self
 
     async def __anext__(self) -> Any:
-        chunk = await in_thread(next, self._chunks, _END)
+        chunk = await in_thread(self._next)
         if chunk is _END:
             raise StopAsyncIteration
         return chunk
 
     async def aclose(self) -> None:
-        await in_thread(_close, self._chunks)
+        await in_thread(self._close)
+
+    def _next(self) -> Any:
+        with self._turn:
+            return next(self._chunks, _END)
+
+    def _close(self) -> None:
+        with self._turn:
+            _close(self._chunks)
 
 
 _END = object()
