@@ -366,7 +366,8 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             h.interrupted(traced, state, exc)
         raise
     finally:
-        current_run.reset(token)
+        if current_run.get() is state:  # else asyncio's shutdown of async generators closed it, from
+            current_run.reset(token)   # another context: the run's own is gone with it
     for event in h.ending(traced, run, parent):
         yield event
 
