@@ -228,7 +228,8 @@ def _fields(data: dict[str, Any], kind: type, key: str) -> dict[str, Any]:
     present, each a non-negative number of the field's own type (an int where the field is an
     int), or ``None`` where the field may be - so that a checkpoint that lost a field or holds
     a wrong type is refused here, before anything runs, rather than reset to a default or
-    failing half-way through a resumed run."""
+    failing half-way through a resumed run. (So a field added to ``Budget`` later must raise
+    ``CHECKPOINT_VERSION``, or be given its default here for older checkpoints.)"""
     fields = {f.name: f for f in dataclasses.fields(kind)}
     unknown = sorted(str(name)[:40] for name in data if name not in fields)
     missing = sorted(name for name in fields if name not in data)
