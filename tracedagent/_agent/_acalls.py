@@ -20,7 +20,7 @@ from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_r
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 
-__all__ = ["complete", "dispatch", "dispatch_turn", "InContext"]
+__all__ = ["complete", "dispatch", "dispatch_turn", "InContext", "in_event_loop"]
 
 _COUNTS_CANCELLATIONS = hasattr(asyncio.Task, "cancelling")
 """Python 3.11+: a task counts the cancellations asked of it (``cancel_requests``), so one
@@ -131,3 +131,13 @@ async def _concurrently(tools: InstrumentedRegistry, state: RunState, calls: Seq
     # The calls start, and take the semaphore, in call order: those the deadline kept from
     # starting (None) are the last ones, which is what "not dispatched" means.
     return [outcome for outcome in outcomes if outcome is not None]  # type: ignore[misc]
+
+
+def in_event_loop() -> bool:
+    """Whether this thread runs an event loop: the sync drivers (``run``, ``resume``) then refuse
+    to run async tools, which need a private loop of their own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

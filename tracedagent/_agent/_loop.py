@@ -109,7 +109,7 @@ class Agent:
         bounded by what that run has left, counted in its totals, inheriting its conversation.
         An async tool runs on a private event loop, which cannot be inside a running one:
         from async code, ``await agent.arun(...)``."""
-        if self._registry.has_async_tools and _in_event_loop():
+        if self._registry.has_async_tools and _acalls.in_event_loop():
             raise RuntimeError("Agent.run was called inside a running event loop and this agent has "
                                "async tools; use `await agent.arun(...)` instead")
         traced, state, parent = self._start(task, history, budget, conversation_id, asynchronous=False)
@@ -140,7 +140,7 @@ class Agent:
         """``run``, its events as they happen: ``with agent.stream(task) as stream: for event in
         stream: ...``, then ``stream.run``. The same decisions, stops, spans and metrics as ``run``
         (``_stream.py``); a consumer that stops reading ends the run ``cancelled``."""
-        if self._registry.has_async_tools and _in_event_loop():
+        if self._registry.has_async_tools and _acalls.in_event_loop():
             raise RuntimeError("Agent.stream was called inside a running event loop and this agent has "
                                "async tools; use `async with agent.astream(...)` instead")
         return AgentStream(self, task, history, budget, conversation_id)
@@ -267,10 +267,3 @@ class Agent:
         # 6. stop: the ceiling is the loop's structure, not a condition
         return state.finish(Stop.STEP_BUDGET)
 
-
-def _in_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

@@ -19,8 +19,6 @@ for every waiting call, is a new run - a new trace - whose span links to the pau
 
 from __future__ import annotations
 
-import asyncio
-
 import time
 from typing import Any, Mapping, Protocol
 
@@ -61,21 +59,13 @@ def prepare(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mappi
     cp = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.loads(checkpoint)
     _check_agent(agent, cp)
     check_decisions(cp, decisions)
-    if synchronous and (agent.registry.has_async_tools or cp.sub_agents) and _in_event_loop():
+    if synchronous and (agent.registry.has_async_tools or cp.sub_agents) and _acalls.in_event_loop():
         raise RuntimeError("Agent.resume was called inside a running event loop and this run has async tools "
                            "or a paused sub-agent; use `await agent.aresume(...)` instead")
     claimed = agent._claim(cp.id) if claim is None else claim(cp.id)
     if not claimed:
         raise AlreadyResumed(f"checkpoint {cp.id} was resumed before; each pause is resumed once")
     return cp
-
-
-def _in_event_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def _check_agent(agent: Agent, cp: Checkpoint) -> None:
