@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import queue
 import re
 import subprocess
 import sys
@@ -54,8 +55,8 @@ CLK_TCK = 100
 
 # --- the agents ---------------------------------------------------------------------------
 
-def agent_worker(args: tuple[int, int, int]) -> int:
-    """Make ``runs`` runs in this process; returns how many spans they made."""
+def agent_worker(args: tuple[int, int, int], results) -> None:
+    """Make ``runs`` runs in this process; puts how many spans they made on ``results``."""
     runs, answered_percent, seed = args
     from tracedagent import Agent, Budget, Registry, configure, tool
     from tracedagent.testing import FakeModel, tool_call
@@ -84,13 +85,43 @@ def agent_worker(args: tuple[int, int, int]) -> int:
             telemetry.force_flush(timeout=30)   # the SDK's queue (2,048 spans) never overflows
     telemetry.force_flush(timeout=30)
     telemetry.shutdown(timeout=10)
-    return spans
+    results.put(spans)
 
 
 def make_runs(runs: int, workers: int, answered_percent: int) -> int:
+    """``runs`` runs from ``workers`` agent processes (spawned: each a fresh interpreter with its
+    own OTLP pipeline, as in production); the spans they made. Plain processes and a queue rather
+    than a Pool: a Pool waits forever for the result of a worker that died, so a process that
+    dies or outlives the benchmark's deadline ends the benchmark with a message instead."""
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
     per = [runs // workers + (1 if w < runs % workers else 0) for w in range(workers)]
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        return sum(pool.map(agent_worker, [(n, answered_percent, w) for w, n in enumerate(per)]))
+    processes = [context.Process(target=agent_worker, args=((n, answered_percent, w), results), daemon=True)
+                 for w, n in enumerate(per)]
+    for process in processes:
+        process.start()
+    spans, waiting = 0, len(processes)
+    try:
+        while waiting:
+            try:
+                spans += results.get(timeout=1)
+                waiting -= 1
+                continue
+            except queue.Empty:
+                pass
+            failed = [process.exitcode for process in processes if process.exitcode not in (None, 0)]
+            if failed:
+                fail(f"an agent process exited with code {failed[0]}")
+            if DEADLINE.passed():
+                fail(f"{waiting} of {workers} agent processes had not finished their {runs} runs")
+    finally:
+        for process in processes:
+            process.join(timeout=15)
+            if process.is_alive():   # SIGKILL: one stuck with a Python SIGTERM handler may never run it
+                progress(f"agent process {process.pid} had not exited 15 s after its runs; killing it")
+                process.kill()
+                process.join()
+    return spans
 
 
 # --- what the tiers report ----------------------------------------------------------------
@@ -181,22 +212,72 @@ class PeakMemory:
         self._thread.join()
 
 
+_T0 = time.monotonic()
+
+
+def progress(message: str) -> None:
+    """A line on stderr with the seconds since the start: what a run that takes too long was doing."""
+    print(f"[{time.monotonic() - _T0:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+
+class Deadline:
+    """The whole benchmark's time (--within): every wait below ends by it, so a stack that stops
+    answering fails the benchmark with what it was waiting for, never a hang."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
+
+    def cap(self, seconds: float) -> float:
+        """``seconds`` from now, or the deadline if that comes first: an absolute monotonic time."""
+        return min(time.monotonic() + seconds, self.at)
+
+
+DEADLINE = Deadline(3600.0)
+
+
+def fail(message: str) -> None:
+    progress(f"failed: {message}")
+    sys.exit(f"scale.py: {message}")
+
+
+def wait_until(condition, what: str, timeout: float) -> bool:
+    """Poll ``condition()`` every 0.5 s until it holds; False once ``timeout`` passes (the figures
+    then show the shortfall). The benchmark's deadline passing fails it."""
+    end = time.monotonic() + timeout
+    while not condition():
+        if DEADLINE.passed():
+            fail(f"the benchmark's deadline passed waiting for {what}")
+        if time.monotonic() >= end:
+            progress(f"gave up waiting for {what} after {timeout:.0f} s")
+            return False
+        time.sleep(0.5)
+    return True
+
+
 def wait_until_stable(read, what: str, quiet: float = 3.0, timeout: float = 300.0) -> float:
     """Poll ``read()`` until it has not changed for ``quiet`` seconds; the time it last changed."""
     last, changed = read(), time.monotonic()
-    deadline = changed + timeout
-    while time.monotonic() < deadline:
+    end = DEADLINE.cap(timeout)
+    while time.monotonic() < end:
         time.sleep(0.5)
         value = read()
         if value != last:
             last, changed = value, time.monotonic()
         elif time.monotonic() - changed >= quiet:
             return changed
-    sys.exit(f"{what} did not settle within {timeout:.0f} s")
+    fail(f"{what} did not settle within {timeout:.0f} s (or the benchmark's deadline)")
 
 
 def scale(*args: str) -> None:
-    subprocess.run([str(SCALE_SH), *args], check=True, capture_output=True, text=True)
+    try:
+        done = subprocess.run([str(SCALE_SH), *args], capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        fail(f"scale.sh {' '.join(args)} did not finish in 300 s")
+    if done.returncode:
+        fail(f"scale.sh {' '.join(args)} failed:\n{done.stderr}")
 
 
 # --- the two measurements -----------------------------------------------------------------
@@ -205,14 +286,17 @@ def pipeline(runs: int, workers: int, answered: int) -> dict:
     before, cpu0, rss0 = counters(), {t: cpu_seconds(t) for t in TIERS}, {t: rss_mib(t) for t in TIERS}
     with PeakMemory() as memory:
         start = time.monotonic()
+        progress(f"pipeline: {runs} runs from {workers} agent processes")
         made = make_runs(runs, workers, answered)
         sent = time.monotonic() - start
+        progress(f"pipeline: {made} spans sent in {sent:.1f} s; waiting for the samplers' decisions")
         time.sleep(DECISION_WAIT + 2)                        # every trace decided by now
         wait_until_stable(kept_by_samplers, "the samplers")
         kept = kept_by_samplers() - before["samplers.kept"]
-        deadline = time.monotonic() + 300
-        while stored_by_ingester() - before["ingester.stored"] < kept and time.monotonic() < deadline:
-            time.sleep(0.5)
+        progress(f"pipeline: samplers kept {kept:.0f}; waiting for the ingester to store them")
+        wait_until(lambda: stored_by_ingester() - before["ingester.stored"] >= kept,
+                   "the ingester to store every span kept", timeout=120)
+        progress(f"pipeline: ingester stored {stored_by_ingester() - before['ingester.stored']:.0f}")
     after, cpu1 = counters(), {t: cpu_seconds(t) for t in TIERS}
     delta = {k: after[k] - before[k] for k in after}
     return {"made": made, "seconds": sent, "delta": delta, "cpu": {t: cpu1[t] - cpu0[t] for t in TIERS},
@@ -222,21 +306,25 @@ def pipeline(runs: int, workers: int, answered: int) -> dict:
 def drain(runs: int, workers: int) -> dict:
     """The restarted ingester's counters start at 0; its rate is timed from its first stored span
     to its last, so its own start and the Kafka group join are not counted."""
+    progress("store: stopping the ingester")
     scale("stop", "jaeger-ingester")
     try:
         before = kept_by_samplers()
         made = make_runs(runs, workers, answered_percent=0)      # none answer: the samplers keep all
-        deadline = time.monotonic() + DECISION_WAIT + 60
-        while (backlog := kept_by_samplers() - before) < made and time.monotonic() < deadline:
-            time.sleep(0.5)
+        progress(f"store: {made} spans sent; waiting for the samplers to put them in Kafka")
+        wait_until(lambda: kept_by_samplers() - before >= made, "the samplers to put every span in Kafka",
+                   timeout=DECISION_WAIT + 60)
+        backlog = kept_by_samplers() - before
     finally:
         scale("up")
+    progress("store: the ingester started again")
     cpu0 = {t: cpu_seconds(t) for t in ("jaeger-ingester", "cassandra")}
-    deadline = time.monotonic() + 120
-    while (first := stored_by_ingester()) == 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: stored_by_ingester() > 0, "the restarted ingester's first stored span", timeout=120)
+    first = stored_by_ingester()
     started = time.monotonic()
+    progress(f"store: the ingester's first {first:.0f} stored; waiting for it to catch up")
     done_at = wait_until_stable(stored_by_ingester, "the ingester's catch-up")
+    progress("store: caught up")
     stored = stored_by_ingester()
     cpu = {t: cpu_seconds(t) - cpu0[t] for t in cpu0}
     return {"backlog": backlog, "stored": stored, "seconds": done_at - started, "rate": (stored - first) / (done_at - started),
@@ -251,7 +339,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2, help="agent processes")
     parser.add_argument("--answered", type=int, default=90, help="percent of runs that answer")
     parser.add_argument("--drain", type=int, default=1500, help="runs piled up in Kafka for the store measurement")
+    parser.add_argument("--within", type=float, default=3600.0,
+                        help="seconds the whole benchmark may take; a wait still going then fails it")
     args = parser.parse_args()
+    global DEADLINE
+    DEADLINE = Deadline(args.within)
     try:
         for tier in TIERS:
             pid(tier)

@@ -7,12 +7,19 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from ._scale import ROOT
 
 
 def test_the_scale_benchmark_runs_and_prints_every_figure(scale_up):
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--runs", "400", "--drain", "200"],
-                          capture_output=True, text=True, timeout=600)
+    command = [sys.executable, str(ROOT / "benchmarks" / "scale.py"), "--runs", "400", "--drain", "200", "--within", "540"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired as exc:
+        # --within: the benchmark bounds its own waits and fails with what it waited for; this is the backstop.
+        progress = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else exc.stderr or ""
+        pytest.fail(f"benchmarks/scale.py ran over 600 s; its progress:\n{progress}")
     assert done.returncode == 0, done.stderr
     for figure in ("spans/s offered", "gateway accepted", "CPU ms/1k spans", "store on its own",
                    "RSS idle MiB", "bytes per held span", "sizing (", "num_traces", "OTEL_BSP_MAX_QUEUE_SIZE"):
