@@ -130,6 +130,32 @@ def test_a_server_that_cannot_be_started_is_one_named_error_at_the_with():
             pass
 
 
+def test_the_connect_span_names_why_the_connection_failed_not_the_cancellation_it_caused(caplog):
+    """The SDK's transport cancels the first request when it cannot connect and raises its own
+    error only as it exits: the span says ConnectError (the refused port), or timeout (a server
+    that accepts and never answers), as the raised MCPUnavailable does; never CancelledError."""
+    recorder = Recorder()
+    with pytest.raises(MCPUnavailable, match="ConnectError"):
+        with MCPServer.http(f"http://127.0.0.1:{free_port()}/mcp", connect_timeout=20,
+                            tracer_provider=recorder.tracer_provider):
+            pass
+    [refused] = named(recorder, N.MCP_CONNECT_SPAN_NAME)
+    assert refused.attributes[N.ERROR_TYPE] == "ConnectError" and refused.status.status_code.name == "ERROR"
+
+    recorder = Recorder()
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        with pytest.raises(MCPUnavailable, match="no answer in time"):
+            with MCPServer.http(f"http://127.0.0.1:{silent.getsockname()[1]}/mcp", connect_timeout=1,
+                                tracer_provider=recorder.tracer_provider):
+                pass
+    [silent_span] = named(recorder, N.MCP_CONNECT_SPAN_NAME)
+    assert silent_span.attributes[N.ERROR_TYPE] == N.ERROR_TIMEOUT
+    assert all(span.end_time is not None for span in recorder.spans())
+    assert "never retrieved" not in caplog.text
+
+
 def test_a_url_that_cannot_be_read_is_never_shown_since_it_may_hold_a_key():
     """The server's name falls back to its host, and without one to "mcp", never to the URL."""
     recorder = Recorder()

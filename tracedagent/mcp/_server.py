@@ -286,8 +286,12 @@ class MCPServer:
         try:
             self._live = await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
         except BaseException as exc:
+            if isinstance(exc, asyncio.TimeoutError) and not ready.done():
+                ready.set_exception(asyncio.TimeoutError())  # tells the owner why it is cancelled
             owner.cancel()
             await asyncio.gather(owner, return_exceptions=True)
+            if ready.done() and not ready.cancelled():
+                ready.exception()  # retrieved, or asyncio logs it when the future is collected
             if isinstance(exc, (asyncio.TimeoutError, Exception)):
                 cause = _leaf(exc)
                 raise MCPUnavailable(f"could not start or reach the MCP server {self.name!r} "
@@ -300,25 +304,30 @@ class MCPServer:
         until the connection is to end, and leave them from this same task."""
         from mcp.client.session import ClientSession
 
-        token = otel_context.attach(parent)
+        connect = self._connect_span(parent, restart)
+        token = otel_context.attach(parent if connect is None else trace.set_span_in_context(connect, parent))
         ids: list[str] = []
         live: _Live | None = None
         try:
             async with contextlib.AsyncExitStack() as stack:
-                with self._connect_span(restart):
-                    streams = await stack.enter_async_context(self._connect(ids.append))
-                    session = await stack.enter_async_context(ClientSession(*streams, message_handler=self._on_message))
-                    restarted = {N.MCP_RESTART: True} if restart else {}
-                    with request_span(self._tracer, N.MCP_INITIALIZE, {**self._attributes, **restarted}) as span:
-                        started = await session.initialize()
-                        live = _Live(session=session, protocol_version=_identifier(str(started.protocol_version)),
-                                     session_id=_identifier(ids[-1]) if ids else uuid.uuid4().hex)
-                        span.set_attributes({N.MCP_PROTOCOL_VERSION: live.protocol_version,
-                                             N.MCP_SESSION_ID: live.session_id})
-                    await self._list(live)
+                streams = await stack.enter_async_context(self._connect(ids.append))
+                session = await stack.enter_async_context(ClientSession(*streams, message_handler=self._on_message))
+                restarted = {N.MCP_RESTART: True} if restart else {}
+                with request_span(self._tracer, N.MCP_INITIALIZE, {**self._attributes, **restarted}) as span:
+                    started = await session.initialize()
+                    live = _Live(session=session, protocol_version=_identifier(str(started.protocol_version)),
+                                 session_id=_identifier(ids[-1]) if ids else uuid.uuid4().hex)
+                    span.set_attributes({N.MCP_PROTOCOL_VERSION: live.protocol_version,
+                                         N.MCP_SESSION_ID: live.session_id})
+                await self._list(live)
+                if connect is not None:
+                    connect.end()
+                    connect = None
                 ready.set_result(live)
                 await live.stop.wait()
         except BaseException as exc:
+            if connect is not None:
+                _failed(connect, _why_not_connected(exc, ready))
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
             elif not isinstance(exc, (Exception, asyncio.CancelledError)):
@@ -328,21 +337,15 @@ class MCPServer:
                 self._live = None
             otel_context.detach(token)
 
-    @contextlib.contextmanager
-    def _connect_span(self, restart: bool) -> Any:
-        """``mcp.connect`` around a session's first requests when nothing else is current."""
-        if trace.get_current_span().get_span_context().is_valid:
-            yield
-            return
+    def _connect_span(self, parent: Any, restart: bool) -> Any:
+        """``mcp.connect`` around a session's first requests when nothing else is current, else
+        None. Started and ended by hand rather than with ``with``: a transport that cannot connect
+        (anyio's task groups in the SDK) cancels the requests first and raises its own error only
+        as its context exits, after a ``with`` inside it would have ended the span as cancelled."""
+        if trace.get_current_span(parent).get_span_context().is_valid:
+            return None
         attributes = {**self._attributes, **({N.MCP_RESTART: True} if restart else {})}
-        with self._tracer.start_as_current_span(N.MCP_CONNECT_SPAN_NAME, attributes=attributes,
-                                                record_exception=False, set_status_on_exception=False) as span:
-            try:
-                yield
-            except BaseException as exc:  # only the class: a message can carry a command line or a URL's secrets
-                span.set_attribute(N.ERROR_TYPE, error_type(_leaf(exc)))
-                span.set_status(Status(StatusCode.ERROR))
-                raise
+        return self._tracer.start_span(N.MCP_CONNECT_SPAN_NAME, context=parent, attributes=attributes)
 
     async def _list(self, live: _Live) -> None:
         """``tools/list``, every page; the list is replaced once it is whole."""
@@ -398,6 +401,21 @@ def _program(command: str, args: list[str]) -> str:
     if os.path.basename(command).startswith("python") and args:
         return args[1] if args[0] == "-m" and len(args) > 1 else os.path.basename(args[0])
     return os.path.basename(command)
+
+
+def _why_not_connected(exc: BaseException, ready: asyncio.Future[Any]) -> str:
+    """``error.type`` for a connection that never became usable: ``timeout`` when ``_open`` gave up
+    waiting (it says so on ``ready`` before cancelling the owner), else the innermost error's class."""
+    if ready.done() and not ready.cancelled() and isinstance(ready.exception(), asyncio.TimeoutError):
+        return N.ERROR_TIMEOUT
+    return error_type(_leaf(exc))
+
+
+def _failed(span: Any, kind: str) -> None:
+    """End ``span`` as failed: only the class, as a message can carry a command line or a URL's secrets."""
+    span.set_attribute(N.ERROR_TYPE, kind)
+    span.set_status(Status(StatusCode.ERROR))
+    span.end()
 
 
 def _leaf(exc: BaseException) -> BaseException:
