@@ -37,6 +37,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALE_SH = ROOT / "scripts" / "scale.sh"
@@ -56,7 +57,7 @@ CLK_TCK = 100
 # --- the agents ---------------------------------------------------------------------------
 
 def agent_worker(args: tuple[int, int, int], results) -> None:
-    """Make ``runs`` runs in this process; puts how many spans they made on ``results``."""
+    """Make ``runs`` runs in this process; puts ``(seed, spans they made)`` on ``results``."""
     runs, answered_percent, seed = args
     from tracedagent import Agent, Budget, Registry, configure, tool
     from tracedagent.testing import FakeModel, tool_call
@@ -85,7 +86,7 @@ def agent_worker(args: tuple[int, int, int], results) -> None:
             telemetry.force_flush(timeout=30)   # the SDK's queue (2,048 spans) never overflows
     telemetry.force_flush(timeout=30)
     telemetry.shutdown(timeout=10)
-    results.put(spans)
+    results.put((seed, spans))
 
 
 def make_runs(runs: int, workers: int, answered_percent: int) -> int:
@@ -100,28 +101,42 @@ def make_runs(runs: int, workers: int, answered_percent: int) -> int:
                  for w, n in enumerate(per)]
     for process in processes:
         process.start()
-    spans, waiting = 0, len(processes)
+    spans: dict[int, int] = {}   # by worker; a worker is its seed
     try:
-        while waiting:
+        while len(spans) < workers:
             try:
-                spans += results.get(timeout=1)
-                waiting -= 1
+                worker, made = results.get(timeout=1)
+                spans[worker] = made
                 continue
             except queue.Empty:
                 pass
-            failed = [process.exitcode for process in processes if process.exitcode not in (None, 0)]
-            if failed:
-                fail(f"an agent process exited with code {failed[0]}")
+            # A result is in the pipe before its process exits (the queue's feeder is joined at
+            # exit), so one that exited and sent none after a last look never will. One that
+            # crashed on its way out after sending is not a failure: its runs were made.
+            dead = [w for w, p in enumerate(processes) if w not in spans and p.exitcode is not None]
+            if dead and not _one_more(results, spans):
+                fail(f"agent process {dead[0]} exited with code {processes[dead[0]].exitcode} before reporting its runs")
             if DEADLINE.passed():
-                fail(f"{waiting} of {workers} agent processes had not finished their {runs} runs")
+                fail(f"{workers - len(spans)} of {workers} agent processes had not finished their runs")
     finally:
+        exited_by = time.monotonic() + 15
         for process in processes:
-            process.join(timeout=15)
+            process.join(timeout=max(0.0, exited_by - time.monotonic()))
             if process.is_alive():   # SIGKILL: one stuck with a Python SIGTERM handler may never run it
                 progress(f"agent process {process.pid} had not exited 15 s after its runs; killing it")
                 process.kill()
                 process.join()
-    return spans
+    return sum(spans.values())
+
+
+def _one_more(results: Any, spans: dict[int, int]) -> bool:
+    """Whether a result came within 2 s more (it was on its way as its process exited)."""
+    try:
+        worker, made = results.get(timeout=2)
+    except queue.Empty:
+        return False
+    spans[worker] = made
+    return True
 
 
 # --- what the tiers report ----------------------------------------------------------------

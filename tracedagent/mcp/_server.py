@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode
 
 from .._core import _names as N
 from .._core._records import error_type
@@ -29,7 +28,7 @@ from .._core._tools import Tool
 from .._version import __version__
 from ._results import MCPConnectionLost, MCPRequestError, MCPToolError, MCPUnavailable, result_text
 from ._thread import LoopThread
-from ._tracing import install_join, joined, request_span
+from ._tracing import connect_span, end_failed, identifier, install_join, joined, leaf, request_span
 
 __all__ = ["MCPServer"]
 
@@ -216,7 +215,7 @@ class MCPServer:
         token = otel_context.attach(context)
         try:
             span.set_attributes({N.MCP_METHOD_NAME: N.MCP_TOOLS_CALL, **self._attributes,
-                                 **({N.MCP_TOOL_NAME: _identifier(name)} if renamed else {})})
+                                 **({N.MCP_TOOL_NAME: identifier(name)} if renamed else {})})
             live = await self._session()
             span.set_attributes({N.MCP_SESSION_ID: live.session_id, N.MCP_PROTOCOL_VERSION: live.protocol_version})
             from mcp.shared.exceptions import MCPError
@@ -293,7 +292,7 @@ class MCPServer:
             if ready.done() and not ready.cancelled():
                 ready.exception()  # retrieved, or asyncio logs it when the future is collected
             if isinstance(exc, (asyncio.TimeoutError, Exception)):
-                cause = _leaf(exc)
+                cause = leaf(exc)
                 raise MCPUnavailable(f"could not start or reach the MCP server {self.name!r} "
                                      f"({'no answer in time' if isinstance(cause, asyncio.TimeoutError) else error_type(cause)})") from cause
             raise
@@ -304,7 +303,7 @@ class MCPServer:
         until the connection is to end, and leave them from this same task."""
         from mcp.client.session import ClientSession
 
-        connect = self._connect_span(parent, restart)
+        connect = connect_span(self._tracer, parent, {**self._attributes, **({N.MCP_RESTART: True} if restart else {})})
         token = otel_context.attach(parent if connect is None else trace.set_span_in_context(connect, parent))
         ids: list[str] = []
         live: _Live | None = None
@@ -315,8 +314,8 @@ class MCPServer:
                 restarted = {N.MCP_RESTART: True} if restart else {}
                 with request_span(self._tracer, N.MCP_INITIALIZE, {**self._attributes, **restarted}) as span:
                     started = await session.initialize()
-                    live = _Live(session=session, protocol_version=_identifier(str(started.protocol_version)),
-                                 session_id=_identifier(ids[-1]) if ids else uuid.uuid4().hex)
+                    live = _Live(session=session, protocol_version=identifier(str(started.protocol_version)),
+                                 session_id=identifier(ids[-1]) if ids else uuid.uuid4().hex)
                     span.set_attributes({N.MCP_PROTOCOL_VERSION: live.protocol_version,
                                          N.MCP_SESSION_ID: live.session_id})
                 await self._list(live)
@@ -327,7 +326,7 @@ class MCPServer:
                 await live.stop.wait()
         except BaseException as exc:
             if connect is not None:
-                _failed(connect, _why_not_connected(exc, ready))
+                end_failed(connect, _why_not_connected(exc, ready))
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else asyncio.CancelledError())
             elif not isinstance(exc, (Exception, asyncio.CancelledError)):
@@ -336,16 +335,6 @@ class MCPServer:
             if live is not None and self._live is live:
                 self._live = None
             otel_context.detach(token)
-
-    def _connect_span(self, parent: Any, restart: bool) -> Any:
-        """``mcp.connect`` around a session's first requests when nothing else is current, else
-        None. Started and ended by hand rather than with ``with``: a transport that cannot connect
-        (anyio's task groups in the SDK) cancels the requests first and raises its own error only
-        as its context exits, after a ``with`` inside it would have ended the span as cancelled."""
-        if trace.get_current_span(parent).get_span_context().is_valid:
-            return None
-        attributes = {**self._attributes, **({N.MCP_RESTART: True} if restart else {})}
-        return self._tracer.start_span(N.MCP_CONNECT_SPAN_NAME, context=parent, attributes=attributes)
 
     async def _list(self, live: _Live) -> None:
         """``tools/list``, every page; the list is replaced once it is whole."""
@@ -408,21 +397,11 @@ def _why_not_connected(exc: BaseException, ready: asyncio.Future[Any]) -> str:
     waiting (it says so on ``ready`` before cancelling the owner), else the innermost error's class."""
     if ready.done() and not ready.cancelled() and isinstance(ready.exception(), asyncio.TimeoutError):
         return N.ERROR_TIMEOUT
-    return error_type(_leaf(exc))
+    return error_type(leaf(exc))
 
 
-def _failed(span: Any, kind: str) -> None:
-    """End ``span`` as failed: only the class, as a message can carry a command line or a URL's secrets."""
-    span.set_attribute(N.ERROR_TYPE, kind)
-    span.set_status(Status(StatusCode.ERROR))
-    span.end()
 
 
-def _leaf(exc: BaseException) -> BaseException:
-    """The first exception inside an exception group (anyio's task groups raise them)."""
-    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
-        exc = exc.exceptions[0]  # type: ignore[attr-defined]
-    return exc
 
 
 @contextlib.asynccontextmanager
@@ -431,10 +410,3 @@ async def _owning(client: Any, transport: AsyncContextManager[Any]) -> Any:
     async with client, transport as streams:
         yield streams
 
-
-def _identifier(text: str) -> str:
-    """A name or id the server chose, as an attribute: at most ``MAX_NAME_LENGTH`` characters,
-    printable (a hostile server cannot bloat every span of the session, nor write escapes)."""
-    if len(text) <= N.MAX_NAME_LENGTH and text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else "?" for c in text[:N.MAX_NAME_LENGTH])

@@ -28,7 +28,7 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 from .._core import _names as N
 from .._core._records import error_type
 
-__all__ = ["joined", "request_span", "install_join"]
+__all__ = ["connect_span", "end_failed", "identifier", "install_join", "joined", "leaf", "request_span"]
 
 _JOINED: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracedagent_mcp_joined", default=None)
 """The span that stands for the request being sent in this task, if tracedagent sent it."""
@@ -114,3 +114,36 @@ def request_span(tracer: trace.Tracer, method: str, attributes: dict[str, Any]) 
         raise
     finally:
         span.end()
+
+
+def connect_span(tracer: trace.Tracer, parent: Any, attributes: dict[str, Any]) -> Span | None:
+    """``mcp.connect`` around a session's first requests when ``parent`` has no span, else None.
+    Started here and ended by the caller rather than with ``with``: a transport that cannot
+    connect (anyio's task groups in the SDK) cancels the requests first and raises its own error
+    only as its context exits, after a ``with`` inside it would have ended the span as cancelled."""
+    if trace.get_current_span(parent).get_span_context().is_valid:
+        return None
+    return tracer.start_span(N.MCP_CONNECT_SPAN_NAME, context=parent, attributes=attributes)
+
+
+def end_failed(span: Span, kind: str) -> None:
+    """End ``span`` as failed with ``kind`` as its ``error.type``: a class or a named outcome,
+    never a message (a command line or a URL's secrets can be in one)."""
+    span.set_attribute(N.ERROR_TYPE, kind)
+    span.set_status(Status(StatusCode.ERROR))
+    span.end()
+
+
+def leaf(exc: BaseException) -> BaseException:
+    """The first exception inside an exception group (anyio's task groups raise them)."""
+    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+def identifier(text: str) -> str:
+    """A name or id the server chose, as an attribute: at most ``MAX_NAME_LENGTH`` characters,
+    printable (a hostile server cannot bloat every span of the session, nor write escapes)."""
+    if len(text) <= N.MAX_NAME_LENGTH and text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else "?" for c in text[:N.MAX_NAME_LENGTH])
