@@ -39,6 +39,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tracedagent._core._deadline import Deadline
+
 ROOT = Path(__file__).resolve().parent.parent
 SCALE_SH = ROOT / "scripts" / "scale.sh"
 RUN_DIR = Path.home() / ".cache" / "tracedagent" / "scale" / "run"
@@ -235,22 +237,9 @@ def progress(message: str) -> None:
     print(f"[{time.monotonic() - _T0:6.1f} s] {message}", file=sys.stderr, flush=True)
 
 
-class Deadline:
-    """The whole benchmark's time (--within): every wait below ends by it, so a stack that stops
-    answering fails the benchmark with what it was waiting for, never a hang."""
-
-    def __init__(self, seconds: float) -> None:
-        self.at = time.monotonic() + seconds
-
-    def passed(self) -> bool:
-        return time.monotonic() >= self.at
-
-    def cap(self, seconds: float) -> float:
-        """``seconds`` from now, or the deadline if that comes first: an absolute monotonic time."""
-        return min(time.monotonic() + seconds, self.at)
-
-
-DEADLINE = Deadline(3600.0)
+DEADLINE = Deadline.after(3600.0)
+"""The whole benchmark's time (--within): every wait below ends by it, so a stack that stops
+answering fails the benchmark with what it was waiting for, never a hang."""
 
 
 def fail(message: str) -> None:
@@ -275,7 +264,7 @@ def wait_until(condition, what: str, timeout: float) -> bool:
 def wait_until_stable(read, what: str, quiet: float = 3.0, timeout: float = 300.0) -> float:
     """Poll ``read()`` until it has not changed for ``quiet`` seconds; the time it last changed."""
     last, changed = read(), time.monotonic()
-    end = DEADLINE.cap(timeout)
+    end = min(time.monotonic() + timeout, DEADLINE.at)
     while time.monotonic() < end:
         time.sleep(0.5)
         value = read()
@@ -358,7 +347,7 @@ def main() -> int:
                         help="seconds the whole benchmark may take; a wait still going then fails it")
     args = parser.parse_args()
     global DEADLINE
-    DEADLINE = Deadline(args.within)
+    DEADLINE = Deadline.after(args.within)
     try:
         for tier in TIERS:
             pid(tier)

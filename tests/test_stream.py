@@ -292,6 +292,23 @@ def test_an_exception_in_the_consumers_block_ends_the_run_cancelled(rec, spans):
     assert_left_early(rec, spans, stream.run)
 
 
+def test_an_astream_left_open_when_asyncio_run_ends_is_cancelled_without_a_logged_error(rec, spans, caplog):
+    """asyncio's shutdown of async generators closes it from asyncio's context, not the run's:
+    its spans end there without restoring a span context that is not there to restore (which
+    raised resetting the run's variable, then logged "Failed to detach context" per span)."""
+    kept = []
+
+    async def leave_it_open() -> None:
+        stream = Agent(FakeModel([SLOW], chunk_size=2), **rec.providers).astream("go")
+        kept.append(stream)
+        async for _ in stream:
+            break
+
+    asyncio.run(leave_it_open())
+    assert_left_early(rec, spans, kept[0]._h.run)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= 40] == []
+
+
 async def test_an_async_consumer_that_leaves_after_the_first_delta_ends_the_run_cancelled(rec, spans):
     async with Agent(FakeModel([SLOW], chunk_size=2), **rec.providers).astream("go") as stream:
         async for event in stream:

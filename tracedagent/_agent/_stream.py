@@ -18,6 +18,7 @@ span ends ``cancelled``, the run is counted, and ``stream.run`` is a ``Run`` wit
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import functools
 from typing import Any, AsyncIterator, Generator, Iterator, Protocol, Sequence
@@ -31,7 +32,7 @@ from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegi
 from .._core._deadline import DeadlineExceeded
 from .._instrumentation._spans import RunScope, failure_kind
 from .._instrumentation._streamed import StreamedModel, Turn
-from .._instrumentation._telemetry import AgentTelemetry, guard
+from .._instrumentation._telemetry import AgentTelemetry, ending_elsewhere, guard
 from . import _acalls
 
 __all__ = ["AgentStream", "AsyncAgentStream", "StreamNotEnded"]
@@ -358,12 +359,14 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             # 6. stop: the ceiling is the loop's structure, not a condition
             run = state.finish(Stop.STEP_BUDGET)
     except BaseException as exc:  # closed by the consumer, cancelled, interrupted, or a bug
-        try:
-            for inner in (texts, forwarding):  # the model's stream, or sub-agents' calls, if the consumer left then
-                if inner is not None:
-                    await inner.aclose()
-        finally:  # a close that fails too must not keep the run's spans from ending
-            h.interrupted(traced, state, exc)
+        # Closed from another context than the run's (asyncio's shutdown of async generators)?
+        with contextlib.nullcontext() if current_run.get() is state else ending_elsewhere():
+            try:
+                for inner in (texts, forwarding):  # the model's stream, or sub-agents' calls, if the consumer left then
+                    if inner is not None:
+                        await inner.aclose()
+            finally:  # a close that fails too must not keep the run's spans from ending
+                h.interrupted(traced, state, exc)
         raise
     finally:
         if current_run.get() is state:  # else asyncio's shutdown of async generators closed it, from

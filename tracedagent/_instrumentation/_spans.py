@@ -24,7 +24,7 @@ from .._core._checkpoint import Checkpoint
 from .._core._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
 from .._core._run import Run, Step, ToolNames
 from ._status import answer_message, chat_failure, tool_failure, tool_interrupted
-from ._telemetry import AgentTelemetry, bounded, guard, report, tool_list_attributes
+from ._telemetry import AgentTelemetry, bounded, ending_elsewhere_now, guard, report, tool_list_attributes
 
 __all__ = ["Resumed", "RunScope", "StepScope", "ChatScope", "ToolScope", "failure_kind"]
 
@@ -115,7 +115,7 @@ class _Scope:
     def _close(self) -> None:
         """Make the span's parent current again and end the span, whatever happened before."""
         self._open = False
-        if self._token is not None:
+        if self._token is not None and not ending_elsewhere_now():
             try:
                 otel_context.detach(self._token)  # type: ignore[arg-type]
             except Exception as exc:

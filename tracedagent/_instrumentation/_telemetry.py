@@ -14,10 +14,12 @@ the run go on.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 import os
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from opentelemetry import metrics, trace
 
@@ -27,7 +29,7 @@ from ._content import ContentCapture, encodable, truncate
 from .._core._records import Model
 from .._version import __version__
 
-__all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "bounded",
+__all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "ending_elsewhere", "ending_elsewhere_now", "bounded",
            "tool_list_attributes", "default_agent_id"]
 
 _log = logging.getLogger("tracedagent")
@@ -41,6 +43,27 @@ def report(doing: str, exc: Exception) -> None:
         _reported.add(key)
         _log.warning("tracedagent: telemetry failed while %s (%s); runs are unaffected, "
                      "but their telemetry may be incomplete", doing, type(exc).__name__, exc_info=exc)
+
+
+_ELSEWHERE: contextvars.ContextVar[bool] = contextvars.ContextVar("tracedagent_ending_elsewhere", default=False)
+"""Set while spans end from a context that is not the one they were made current in."""
+
+
+@contextlib.contextmanager
+def ending_elsewhere() -> Iterator[None]:
+    """Spans ended inside this block end without restoring the span context they replaced: they
+    are ended from another context than their own (asyncio's, closing an async generator left
+    open when ``asyncio.run`` ends), where that context cannot be restored - it went with the
+    context it was in - and OpenTelemetry would log each attempt as an error."""
+    token = _ELSEWHERE.set(True)
+    try:
+        yield
+    finally:
+        _ELSEWHERE.reset(token)
+
+
+ending_elsewhere_now = _ELSEWHERE.get
+"""Whether spans ending now are ``ending_elsewhere``: then they do not restore a span context."""
 
 
 class guard:
