@@ -263,6 +263,44 @@ def test_a_sub_agent_call_waiting_for_approval_pauses_the_team_and_resuming_cont
             fates_are_whole(span)
 
 
+def test_a_sub_agent_resumed_with_its_team_has_no_more_time_than_the_team_has_left():
+    """The team's own held call runs first and uses most of the resumed team's time; the
+    sub-agent resumed after it is cut when the team's time is up, not a window later (its
+    checkpoint's window began before the pause)."""
+    import asyncio
+    import time
+
+    @tool(requires_approval=True)
+    def slow(x: int) -> str:
+        """Takes most of the team's time."""
+        time.sleep(0.8)
+        return "done"
+
+    @tool(requires_approval=True)
+    async def endless(x: int) -> str:
+        """Never ends by itself (async: a deadline can cut it)."""
+        await asyncio.sleep(30)
+        return "never"
+
+    def lead(rec: Recorder, sub_script: list, top_script: list) -> Agent:
+        clerk = Agent(FakeModel(sub_script), [endless], name="clerk", **rec.providers)
+        return Agent(FakeModel(top_script), [slow, clerk.as_tool(description="Helps.")], name="lead",
+                     budget=Budget(max_seconds=1.0), **rec.providers)
+
+    top = [turn(("slow", {"x": 1}), ("clerk", {"task": "go"}), prefix="t")]
+    paused = asyncio.run(lead(Recorder(), [turn(("endless", {"x": 1}))], top).arun("help"))
+    assert paused.stop is Stop.APPROVAL_REQUIRED and len(paused.pending) == 2
+
+    rec = Recorder()
+    run = lead(rec, ["never read"], ["never read"]).resume(paused.checkpoint(), {c.id: True for c in paused.pending})
+    assert run.stop is Stop.TIME_BUDGET
+    [sub] = run.sub_runs
+    assert sub.stop is Stop.TIME_BUDGET
+    cut = rec.span("execute_tool endless")
+    assert cut.attributes["tracedagent.tool.deadline_cut"] is True
+    assert (cut.end_time - cut.start_time) / 1e9 < 0.7, "cut at the team's deadline, 0.2 s after it began"
+
+
 # --- bad checkpoints: a named error, and nothing runs ---------------------------------------------
 
 def test_calls_sharing_an_id_are_denied_not_held_since_one_decision_would_run_both():

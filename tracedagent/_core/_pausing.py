@@ -65,6 +65,11 @@ class Pausing:
         self._seen_calls = {(name, arguments): times for name, arguments, times in checkpoint.repeats}
         if self.budget.max_seconds is not None:
             self.deadline = Deadline.after(max(0.0, self.budget.max_seconds - spent.seconds), self.clock)
+        # A sub-agent resumed by its resumed caller has no more time than the caller has left, as
+        # one that starts does (``child_budget``): its checkpoint's window began before the pause.
+        caller = self.parent.deadline if self.parent is not None else None
+        if caller is not None and (self.deadline is None or caller.at < self.deadline.at):
+            self.deadline = caller
 
     def step_indices(self) -> range:
         """The loop's iterations: ``range(max_steps)``, less the turns taken before a pause."""
