@@ -105,3 +105,29 @@ def test_a_consumer_that_leaves_at_a_sub_agents_event_ends_the_whole_team(driver
     if driver == "astream":  # the sub-agents were still running: their runs were cancelled too
         assert {s.attributes.get("tracedagent.stop_reason") for s in rec.spans()
                 if s.name == "invoke_agent researcher"} == {"cancelled"}
+
+
+@pytest.mark.parametrize("driver", ["stream", "astream"])
+def test_an_agent_run_inside_an_ordinary_tool_of_a_streamed_run_keeps_its_team_events_to_itself(driver):
+    """The tool's agent inherits the streamed run's context but is not streamed (``arun``): its
+    sub-agents run as ``arun`` too, and their events never reach the outer stream - where they
+    waited in its queue and came out during a later turn's own sub-agent, as if its."""
+    from tracedagent import Agent, Completion, ToolCall, tool
+    from tracedagent.testing import FakeModel
+
+    helper = Agent(FakeModel(["helper says hi"]), name="helper")
+    boss = Agent(FakeModel([Completion(tool_calls=[ToolCall("i1", "helper", {"task": "t"})]), "boss done"]),
+                 [helper.as_tool(description="Helps.")], name="boss")
+
+    @tool
+    async def consult(q: str) -> str:
+        """An ordinary tool that runs another agent."""
+        return (await boss.arun(q)).output
+
+    mine = Agent(FakeModel(["mine done"]), name="mine")
+    top = Agent(FakeModel([Completion(tool_calls=[ToolCall("t1", "consult", {"q": "x"})]),
+                           Completion(tool_calls=[ToolCall("t2", "mine", {"task": "y"})]), "top done"]),
+                [consult, mine.as_tool(description="Mine.")], name="top")
+    events, run = read(top) if driver == "stream" else asyncio.run(aread(top))
+    assert run.ok and run.output == "top done" and run.trajectory() == ["consult", "mine"]
+    assert {event.agent for event in events} == {"top", "mine"}

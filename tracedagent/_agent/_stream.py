@@ -99,7 +99,7 @@ class _Run:
                 traced.span.set_attribute(N.DRIVER, N.DRIVER_ASTREAM if asynchronous else N.DRIVER_STREAM)
         if asynchronous:
             self.queue = asyncio.Queue()
-        event_sink.set(self.pending.append if not asynchronous else self.queue.put_nowait)  # type: ignore[union-attr]
+        event_sink.set((state, self.pending.append if not asynchronous else self.queue.put_nowait))  # type: ignore[union-attr]
         return traced, state, parent, current_run.set(state)
 
     def forwards(self, calls: Sequence[ToolCall]) -> bool:

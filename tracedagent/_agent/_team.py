@@ -26,7 +26,7 @@ from opentelemetry import trace
 from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._events import event_sink
-from .._core._run import Run
+from .._core._run import Run, current_run
 from .._instrumentation._telemetry import guard
 from .._core._checkpoint import Checkpoint, Decision
 from .._core._tools import FatalToolError, Paused, Tool, ToolError
@@ -88,12 +88,13 @@ def agent_tool(agent: _Runs, *, name: str, description: str, budget: Budget | No
 
     async def delegate(task: str) -> str:
         sink = event_sink.get()
-        if sink is None:
+        if sink is None or sink[0] is not current_run.get():
             run = await agent.arun(task, budget=budget)
         else:  # a streamed run's tool: its consumer sees this run's events too
+            forward = sink[1]
             async with agent.astream(task, budget=budget) as stream:
                 async for event in stream:
-                    sink(event)
+                    forward(event)
             run = stream.run
         with guard("marking the sub-agent's stop"):  # the current span is the caller's execute_tool span
             trace.get_current_span().set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)

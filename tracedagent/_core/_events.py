@@ -93,8 +93,11 @@ StreamEvent = Union[TextDelta, ToolCallEvent, ToolResultEvent, StepEnd, RunEnd]
 """Any event a stream yields; ``event.type`` says which."""
 
 
-event_sink: contextvars.ContextVar[Callable[[StreamEvent], None] | None] = contextvars.ContextVar(
+event_sink: contextvars.ContextVar[tuple[object, Callable[[StreamEvent], None]] | None] = contextvars.ContextVar(
     "tracedagent_event_sink", default=None)
-"""Where a sub-agent started from a streamed run's tool (``Agent.as_tool``) sends its events: the
-streamed run sets it in its context, so that a team's events reach the one consumer, each
-naming its agent. Outside a streamed run it is ``None`` and sub-agents run as ``arun``."""
+"""Where a sub-agent started from a streamed run's tool (``Agent.as_tool``) sends its events, and
+that run's state: the streamed run sets both in its context, so that a team's events reach the
+one consumer, each naming its agent. A sub-agent forwards only when the run calling it is that
+one (``current_run``): an agent run inside an ordinary tool of a streamed run inherits the
+context but is not streamed, and its sub-agents' events are not the stream's. Outside a streamed
+run it is ``None`` and sub-agents run as ``arun``."""
