@@ -300,6 +300,8 @@ def jaeger_answer(*span_list: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("status, body, message", [
     pytest.param(200, b"[" * 100_000 + b"]" * 100_000, "nested more than 200 levels deep", id="nested JSON"),
     pytest.param(200, b'{"data": [' + b"9" * 5000 + b"]}", "a number of more than 4300 digits", id="a 5000-digit integer"),
+    pytest.param(200, b'\x1f\x8b\x08\x00' + bytes(range(128, 256)), "not JSON: not text in a Unicode encoding",
+                 id="a compressed body"),
     pytest.param(200, json.dumps(jaeger_answer(jaeger_span(startTime=1))).encode().replace(b'"startTime": 1,', b'"startTime": 1e400,'),
                  "cannot read (ValueError: inf is not an integer)", id="a start of 1e400"),
     pytest.param(200, json.dumps(jaeger_answer(jaeger_span(duration=10**30))).encode(),

@@ -133,6 +133,8 @@ def parse_json(text: str | bytes) -> Any:
         raise ValueError(f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:
         raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except UnicodeDecodeError:  # bytes that are not UTF-8 (or -16/-32): a binary or compressed body
+        raise ValueError("not JSON: not text in a Unicode encoding") from None
     except ValueError:  # int(): more digits than sys.get_int_max_str_digits()
         raise ValueError(f"JSON with a number of more than {sys.get_int_max_str_digits()} digits") from None
     if _nested_too_deeply(value):
