@@ -395,6 +395,31 @@ def test_a_server_that_trickles_its_answer_is_cut_off_at_the_time_limit(trickle,
     assert time.monotonic() - started < 2.5
 
 
+class _Short(BaseHTTPRequestHandler):
+    """Promises more than it sends, then closes: an answer broken off (a proxy or Jaeger dying)."""
+
+    def do_GET(self) -> None:  # noqa: N802 - the stdlib's naming
+        self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+        self.wfile.write(b'{"data": []}')
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_an_answer_shorter_than_its_content_length_is_broken_off_not_read_as_whole():
+    """A body cut short that happens to be JSON (here a whole empty answer) was read as the
+    answer; one that is not said "not JSON". Either way the answer broke off."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Short)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(JaegerError, match="broke off the answer"):
+            JaegerClient(f"http://127.0.0.1:{server.server_address[1]}", timeout=5.0).trace(TRACE_ID)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_credentials_are_not_taken_along_to_another_host():
     """Jaeger's ``user:password@`` (an ``Authorization`` header) and an OTLP endpoint's API key
     header went to whatever host a redirect named. Within the origin they still go; without

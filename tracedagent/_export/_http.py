@@ -84,6 +84,8 @@ def request(url: str, timeout: float, *, max_bytes: int, body: bytes | None = No
             try:
                 with opener.open(prepared, timeout=timeout) as response:
                     answer = response.status, response.read(max_bytes)
+                    if len(answer[1]) < max_bytes and response.length:  # short of its Content-Length:
+                        raise http.client.IncompleteRead(answer[1], response.length)  # read(n) does not say so
             except urllib.error.HTTPError as exc:
                 answer = exc.code, _error_body(exc, max_bytes)
         except RedirectRefused:
