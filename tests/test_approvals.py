@@ -357,8 +357,10 @@ def edited(checkpoint: str, **changes) -> str:
     (None, {"c1": True, "c3": True, "c9": True}, BadDecisions),
     (None, {"c1": True}, BadDecisions),
     (None, {"c1": True, "c3": 1}, BadDecisions),
+    (None, {"c1": True, "c3": "x" * 10_001}, BadDecisions),
 ], ids=["not-json", "not-an-object", "unknown-version", "bad-budget", "another-agents-name", "another-agents-tools",
-        "a-decision-for-no-waiting-call", "a-missing-decision", "a-decision-neither-bool-nor-string"])
+        "a-decision-for-no-waiting-call", "a-missing-decision", "a-decision-neither-bool-nor-string",
+        "a-reason-over-10000-characters"])
 def test_a_bad_checkpoint_or_bad_decisions_raise_a_named_error_and_nothing_runs(checkpoint, bad, decisions, error):
     text = {None: checkpoint, "version:2": edited(checkpoint, version=2),
             "budget": edited(checkpoint, budget={"max_steps": 0}), "agent": edited(checkpoint, agent="billing"),

@@ -5,7 +5,9 @@ span once; the client, run, step, chat and tool spans are one trace."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import datetime
 import uuid
 
 import pytest
@@ -270,3 +272,61 @@ async def test_history_system_prompt_and_conversation_reach_the_workflow_as_they
     assert run_facts(run) == run_facts(expected) and run.conversation_id == "chat-9"
     assert durable.model.calls == local.model.calls, "the model was sent the same, prompt and options included"
     assert tree(list(there_spans.get_finished_spans())) == tree(list(here_spans.get_finished_spans()))
+
+
+@pytest.mark.parametrize("request_, problem", [
+    ({"agent": "x"}, "'task' is NoneType"),
+    ({"agent": "x", "task": "go", "budget": {"max_step": 3}}, "unknown fields ['max_step']"),
+    ({"agent": "x", "task": "go", "budget": {"max_steps": 2.5}}, "'budget.max_steps' is float"),
+    ({"agent": "x", "task": "go", "history": "hello"}, "'history' is not a list of messages"),
+    ({"agent": ["x"], "task": "go"}, "'agent' is list"),
+    ({"agent": "x", "task": "go", "approval_timeout": "soon"}, "'approval_timeout' is 'soon'"),
+    ("go", "a str, not an object"),
+])
+async def test_a_request_written_by_hand_that_is_not_a_run_request_fails_at_once_saying_why(client, request_, problem):
+    """Started by another client or by hand, a request that lacks a field or holds a wrong type
+    fails the workflow at once (BadRequest, not retried); it was a workflow task failing on every
+    retry, the run never ending. Nothing ran, so no span was made."""
+    from temporalio.client import WorkflowFailureError
+
+    provider, exporter = recording()
+    queue = f"q-{uuid.uuid4().hex}"
+    agent = Agent(FakeModel(["hi"]), name=name(), tracer_provider=provider)
+    if isinstance(request_, dict) and request_["agent"] == "x":
+        request_ = {**request_, "agent": agent.name}  # hosted: only the request is wrong
+    async with worker(client, [agent], task_queue=queue):
+        with pytest.raises(WorkflowFailureError) as failed:
+            await client.execute_workflow(N.TEMPORAL_WORKFLOW, request_, id=f"bad-{uuid.uuid4().hex}",
+                                          task_queue=queue, execution_timeout=datetime.timedelta(seconds=60))
+    assert failed.value.cause.type == "BadRequest" and problem in failed.value.cause.message
+    assert exporter.get_finished_spans() == ()
+
+
+async def test_a_sub_agents_wait_for_approval_ends_within_the_teams_approval_timeout(client):
+    """The planner's approval_timeout reaches its sub-agents' child workflows: a sub-agent's call
+    that waits ends the team approval_required within the timeout (the child waited forever)."""
+    import time
+
+    from tracedagent import tool
+    from tracedagent.temporal import result_of, start_on_temporal
+
+    @tool(requires_approval=True)
+    def refund(amount: int) -> str:
+        """Refunds an amount."""
+        return "refunded"
+
+    provider, exporter = recording()
+    clerk = Agent(FakeModel([tool_call("refund", {"amount": 900}, id="c1"), "never"]), [refund], name=name(),
+                  tracer_provider=provider)
+    lead = Agent(FakeModel([tool_call(clerk.name, {"task": "refund"}, id="t1"), "never"]),
+                 [clerk.as_tool(description="Refunds.")], name=name(), tracer_provider=provider)
+    queue = f"q-{uuid.uuid4().hex}"
+    async with worker(client, [lead, clerk], task_queue=queue):
+        started = time.monotonic()
+        handle = await start_on_temporal(client, lead.name, "help", task_queue=queue, approval_timeout=1.0)
+        run = await asyncio.wait_for(result_of(handle), 60)
+    assert run.stop is Stop.APPROVAL_REQUIRED and time.monotonic() - started < 30
+    [sub] = run.sub_runs
+    assert sub.stop is Stop.APPROVAL_REQUIRED and sub.pending_tools() == ["refund"]
+    assert all(span.end_time is not None for span in exporter.get_finished_spans())
+    assert {s.name for s in exporter.get_finished_spans()} >= {f"invoke_agent {lead.name}", f"invoke_agent {clerk.name}"}

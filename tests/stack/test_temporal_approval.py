@@ -23,7 +23,7 @@ pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped
 from temporalio.client import Client, WorkflowUpdateFailedError  # noqa: E402
 from temporalio.service import RPCError  # noqa: E402
 
-from tracedagent import Stop, ToolOutcome  # noqa: E402
+from tracedagent import BadDecisions, Stop, ToolOutcome  # noqa: E402
 from tracedagent.temporal import (approve_on_temporal, result_of, start_on_temporal,  # noqa: E402
                                   waiting_on_temporal)
 
@@ -62,6 +62,12 @@ async def test_an_approval_wait_is_resumed_by_its_decisions_after_the_worker_tha
         with pytest.raises(WorkflowUpdateFailedError) as failed:
             await approve_on_temporal(client, workflow_id, bad)
         assert failed.value.cause.type == "BadDecisions" and problem in str(failed.value.cause)
+    with pytest.raises(BadDecisions, match="more than 10,000"):  # a pasted file: refused before it is sent
+        await approve_on_temporal(client, workflow_id, {"r1": "no " * 5000})
+    for bad in (["r1"], "r1", {"r1": "no " * 5000}):  # from another client: another shape, a pasted file
+        with pytest.raises(WorkflowUpdateFailedError) as failed:
+            await client.get_workflow_handle(workflow_id).execute_update(N.TEMPORAL_DECIDE_UPDATE, bad)
+        assert failed.value.cause.type == "BadDecisions"
     assert await waiting_on_temporal(client, workflow_id) == waiting, "still waiting after the rejections"
     assert not (tmp_path / "refunds").exists()
 

@@ -21,7 +21,7 @@ from ._records import Message
 
 __all__ = ["CHECKPOINT_VERSION", "Checkpoint", "PendingCall", "Spent", "SubAgentPause", "Decision",
            "CheckpointError", "MalformedCheckpoint", "UnknownCheckpointVersion", "WrongAgent", "BadDecisions",
-           "AlreadyResumed", "check_decisions", "NESTED_ID_SEPARATOR"]
+           "AlreadyResumed", "check_decisions", "check_reasons", "budget_from", "MAX_REASON_LENGTH", "NESTED_ID_SEPARATOR"]
 
 CHECKPOINT_VERSION = 1
 """The format ``Run.checkpoint()`` writes; ``Checkpoint.loads`` refuses any other."""
@@ -185,7 +185,7 @@ class Checkpoint:
             raise UnknownCheckpointVersion(f"checkpoint version {str(version)[:20]!r}: this tracedagent reads "
                                            f"version {CHECKPOINT_VERSION}")
         try:
-            budget = Budget(**_fields(_typed(data, "budget", dict), Budget, "budget"))
+            budget = budget_from(data.get("budget"), "checkpoint")
             spent = Spent(**_fields(_typed(data, "spent", dict), Spent, "spent"))
             return cls(id=_typed(data, "id", str), agent=_typed(data, "agent", str),
                        tools=tuple(_strings(_typed(data, "tools", list), "tools")), budget=budget, spent=spent,
@@ -216,6 +216,22 @@ def check_decisions(checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -
     for key, value in decisions.items():
         if not isinstance(value, (bool, str)):
             raise BadDecisions(f"the decision for {key!r} is {type(value).__name__}, not True, False or a reason")
+    check_reasons(decisions)
+
+
+def check_reasons(decisions: Any) -> None:
+    """No denial reason longer than ``MAX_REASON_LENGTH`` (``BadDecisions``); what is not a
+    mapping is left to ``check_decisions``."""
+    for key, value in decisions.items() if isinstance(decisions, Mapping) else ():
+        if isinstance(value, str) and len(value) > MAX_REASON_LENGTH:
+            raise BadDecisions(f"the reason for {key!r} is {len(value):,} characters, more than {MAX_REASON_LENGTH:,}")
+
+
+MAX_REASON_LENGTH = 10_000
+"""The longest denial reason a decision may give: words a person wrote for the model, shown as
+the call's result. A longer one is refused, not cut: it is more likely a mistake (a pasted file)
+than a reason, and it would travel in every later model call (and past a durable engine's
+payload limit)."""
 
 
 _LARGEST = 2**53
@@ -223,7 +239,19 @@ _LARGEST = 2**53
 Larger, it is garbage (no budget or run is that large), and a float cannot hold some of them."""
 
 
-def _fields(data: dict[str, Any], kind: type, key: str) -> dict[str, Any]:
+def budget_from(data: Any, where: str, *, defaults: bool = False) -> Budget:
+    """A ``Budget`` from its fields as data (``where``: what held them, for the error), every
+    field of its type, else ``MalformedCheckpoint``: a checkpoint's, where every field must be
+    there, or (``defaults``: a missing field is the default's) a durable run's request
+    (``tracedagent.temporal``), which a person may have written by hand."""
+    if not isinstance(data, dict):
+        raise MalformedCheckpoint(f"the {where}'s 'budget' is {type(data).__name__}, not dict")
+    if defaults:
+        data = {**dataclasses.asdict(Budget()), **data}
+    return Budget(**_fields(data, Budget, "budget", where))
+
+
+def _fields(data: dict[str, Any], kind: type, key: str, where: str = "checkpoint") -> dict[str, Any]:
     """``data`` as the fields of the dataclass ``kind`` (``Budget``, ``Spent``): every field
     present, each a non-negative number of the field's own type (an int where the field is an
     int), or ``None`` where the field may be - so that a checkpoint that lost a field or holds
@@ -234,14 +262,14 @@ def _fields(data: dict[str, Any], kind: type, key: str) -> dict[str, Any]:
     unknown = sorted(str(name)[:40] for name in data if name not in fields)
     missing = sorted(name for name in fields if name not in data)
     if unknown or missing:
-        raise MalformedCheckpoint(f"the checkpoint's {key!r} has unknown fields {unknown} or lacks {missing}")
+        raise MalformedCheckpoint(f"the {where}'s {key!r} has unknown fields {unknown} or lacks {missing}")
     for name, f in fields.items():
         value, annotation = data[name], str(f.type)
         if value is None and "None" in annotation:
             continue
-        _number(value, f"{key}.{name}")
+        _number(value, f"{key}.{name}", where)
         if annotation.startswith("int") and type(value) is not int:
-            raise MalformedCheckpoint(f"the checkpoint's '{key}.{name}' is {type(value).__name__}, not int")
+            raise MalformedCheckpoint(f"the {where}'s '{key}.{name}' is {type(value).__name__}, not int")
     return data
 
 
@@ -256,10 +284,10 @@ def _optional(data: dict[str, Any], key: str) -> str | None:
     return None if data.get(key) is None else _typed(data, key, str)
 
 
-def _number(value: Any, key: str) -> Any:
+def _number(value: Any, key: str, where: str = "checkpoint") -> Any:
     if (isinstance(value, bool) or not isinstance(value, (int, float)) or not -_LARGEST <= value <= _LARGEST
             or not math.isfinite(value) or value < 0):
-        raise MalformedCheckpoint(f"the checkpoint's {key!r} is not a non-negative number")
+        raise MalformedCheckpoint(f"the {where}'s {key!r} is not a non-negative number")
     return value
 
 

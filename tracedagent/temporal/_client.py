@@ -20,12 +20,12 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from .._agent._loop import Agent
 from .._core import _names as N
 from .._core._budget import Budget
-from .._core._checkpoint import Decision
+from .._core._checkpoint import Decision, check_reasons
 from .._core._records import Message
 from .._core._run import Run
 from .._version import __version__
 from ._activities import model_call, tool_call, traceparent
-from ._codec import budget_to_data, run_from_data
+from ._codec import budget_to_data, request_from_data, run_from_data
 from ._hosting import ActivitySettings, host
 from ._workflow import AgentRun
 
@@ -50,9 +50,16 @@ def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPO
 
 def _request(agent: str, task: str, history: Sequence[Message] | None, budget: Budget | None,
              conversation_id: str | None, approval_timeout: float | None = None) -> dict[str, Any]:
-    return {"agent": agent, "task": task, "history": [dict(m) for m in history or ()],
-            "budget": None if budget is None else budget_to_data(budget), "conversation_id": conversation_id,
-            "traceparent": traceparent(), "approval_timeout": approval_timeout}
+    """The workflow's input, checked here as the workflow checks it (``ValueError`` before
+    anything starts: a NaN ``approval_timeout``, a task that is not a string)."""
+    request = {"agent": agent, "task": task, "history": [dict(m) for m in history or ()],
+               "budget": None if budget is None else budget_to_data(budget), "conversation_id": conversation_id,
+               "traceparent": traceparent(), "approval_timeout": approval_timeout}
+    try:
+        request_from_data(request)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    return request
 
 
 async def approve_on_temporal(client: Client, workflow_id: str, decisions: Mapping[str, Decision]) -> list[str]:
@@ -61,7 +68,9 @@ async def approve_on_temporal(client: Client, workflow_id: str, decisions: Mappi
     ``Agent.resume`` takes them. The run goes on in its workflow; returns the ids decided. A
     bad set of decisions, or a run that does not wait, is rejected before anything runs:
     ``temporalio.client.WorkflowUpdateFailedError`` whose ``cause`` is an ``ApplicationError``
-    of type ``BadDecisions`` or ``NotWaiting``."""
+    of type ``BadDecisions`` or ``NotWaiting``; a reason longer than ``MAX_REASON_LENGTH`` is
+    ``BadDecisions`` here, before it is sent."""
+    check_reasons(decisions)  # here too: sent, a reason of megabytes passes Temporal's payload limit
     handle = client.get_workflow_handle(workflow_id)
     return await handle.execute_update(N.TEMPORAL_DECIDE_UPDATE, dict(decisions))
 

@@ -14,16 +14,17 @@ run's sentence say what they would have said in ``run``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 from .._core._budget import Budget, Stop
-from .._core._checkpoint import Checkpoint
+from .._core._checkpoint import Checkpoint, budget_from
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage, error_type, message_of
 from .._core._run import Run, Step
 from .._core._secrets import Redactor
 from .._core._tools import Approved
 
-__all__ = ["RemoteError", "completion_to_data", "completion_from_data", "result_to_data", "result_from_data",
+__all__ = ["RemoteError", "request_from_data", "completion_to_data", "completion_from_data", "result_to_data", "result_from_data",
            "run_to_data", "run_from_data", "budget_to_data", "budget_from_data", "error_to_data",
            "error_from_data", "call_to_data", "call_from_data"]
 
@@ -92,7 +93,34 @@ def budget_to_data(budget: Budget) -> dict[str, Any]:
 
 
 def budget_from_data(data: dict[str, Any]) -> Budget:
-    return Budget(**data)
+    return budget_from(data, "request")
+
+
+def request_from_data(request: Any) -> dict[str, Any]:
+    """A run request (``_client._request``'s shape), checked before anything runs: one written
+    by hand or by another client that lacks a field or holds a wrong type is ``ValueError``
+    (or ``TypeError``) with what is wrong, never a workflow task failing on every retry."""
+    if not isinstance(request, dict):
+        raise TypeError(f"a {type(request).__name__}, not an object")
+    for key in ("agent", "task"):
+        if not isinstance(request.get(key), str):
+            raise ValueError(f"{key!r} is {type(request.get(key)).__name__}, not a string")
+    history = request.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
+                                                 for m in history):
+        raise ValueError("'history' is not a list of messages (objects with a 'role')")
+    timeout = request.get("approval_timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout < 0):
+        raise ValueError(f"'approval_timeout' is {timeout!r}, not a number of seconds")
+    conversation_id, carrier = request.get("conversation_id"), request.get("traceparent") or {}
+    if conversation_id is not None and not isinstance(conversation_id, str):
+        raise ValueError("'conversation_id' is not a string")
+    if not isinstance(carrier, dict) or not all(isinstance(v, str) for v in carrier.values()):
+        raise ValueError("'traceparent' is not a map of strings")
+    budget = None if request.get("budget") is None else budget_from(request["budget"], "request", defaults=True)
+    return {"agent": request["agent"], "task": request["task"], "history": history, "budget": budget,
+            "approval_timeout": timeout, "conversation_id": conversation_id, "traceparent": carrier}
 
 
 def run_to_data(run: Run) -> dict[str, Any]:

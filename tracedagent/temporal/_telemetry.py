@@ -51,9 +51,14 @@ class _WorkflowSpan(Span):
 
     def __init__(self, span: Span) -> None:
         self._span = span
+        self._run_id = workflow.info().run_id
+        """The workflow run it belongs to: only that run's code ends it."""
 
     def end(self, end_time: int | None = None) -> None:
-        if _replaying():
+        # Not from outside its run: a run a stopped worker left behind is finalized by the
+        # garbage collector, maybe while another run's code is executing (that run's time and
+        # state); the run goes on elsewhere and ends its span there, once.
+        if not workflow.in_workflow() or _replaying() or workflow.info().run_id != self._run_id:
             return
         self._span.end(end_time if end_time is not None else workflow.time_ns())
 

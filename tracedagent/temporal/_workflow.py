@@ -30,7 +30,7 @@ from .._agent._team import SubAgentTool
 from .._core._tools import Approved, Registry, Tool
 from .._instrumentation._spans import RunScope, ToolScope, failure_kind
 from ._activities import PROPAGATOR, traceparent
-from ._codec import (budget_from_data, budget_to_data, call_to_data, completion_from_data, error_from_data,
+from ._codec import (budget_to_data, call_to_data, completion_from_data, error_from_data, request_from_data,
                      result_from_data, run_from_data, run_to_data)
 from ._hosting import HostedAgent, hosted, is_hosted
 
@@ -81,14 +81,14 @@ class AgentRun:
         return [{"id": c.id, "name": c.name, "arguments": c.arguments, "reason": c.reason} for c in cp.pending]
 
     @workflow.update(name=N.TEMPORAL_DECIDE_UPDATE)
-    async def decide(self, decisions: dict[str, Any]) -> list[str]:
+    async def decide(self, decisions: Any) -> list[str]:  # Any: a payload of another shape is BadDecisions
         """A person's decisions on the waiting calls (as ``Agent.resume`` takes them): the run
         goes on with them. Returns the ids decided."""
         self._decisions = dict(decisions)
         return sorted(decisions)
 
     @decide.validator
-    def _validate(self, decisions: dict[str, Any]) -> None:
+    def _validate(self, decisions: Any) -> None:
         """Rejected (nothing is written to the history, nothing runs) unless the run waits and
         there is exactly one decision, ``True``, ``False`` or a reason, for each waiting call."""
         if self._waiting is None or self._decisions is not None:
@@ -113,18 +113,23 @@ class AgentRun:
         return decisions
 
     @workflow.run
-    async def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def run(self, request: Any) -> dict[str, Any]:
         info = workflow.info()
-        if not is_hosted(info.task_queue, request["agent"]):
-            # Not a passing fault a retry would mend: the run fails at once, and its caller hears why.
-            raise ApplicationError(f"no agent named {request['agent']!r} is hosted on task queue "
+        # Faults no retry would mend (a request written by hand, by another client, or for an
+        # agent this queue does not host): the run fails at once, and its caller hears why.
+        try:
+            checked = request_from_data(request)
+        except (TypeError, ValueError) as exc:
+            raise ApplicationError(f"not a run request: {exc}", type="BadRequest", non_retryable=True) from None
+        if not is_hosted(info.task_queue, checked["agent"]):
+            raise ApplicationError(f"no agent named {checked['agent']!r} is hosted on task queue "
                                    f"{info.task_queue!r}", type="AgentNotHosted", non_retryable=True)
-        agent = hosted(info.task_queue, request["agent"])
+        agent = hosted(info.task_queue, checked["agent"])
         a = agent.agent
-        budget = budget_from_data(request["budget"]) if request.get("budget") else a.budget
-        messages = initial_messages(a.system_prompt, request.get("history"), request["task"])
-        conversation_id = request.get("conversation_id")
-        token = otel_context.attach(PROPAGATOR.extract(request.get("traceparent") or {}))
+        budget = checked["budget"] or a.budget
+        messages = initial_messages(a.system_prompt, checked["history"], checked["task"])
+        conversation_id = checked["conversation_id"]
+        token = otel_context.attach(PROPAGATOR.extract(checked["traceparent"]))
         try:
             traced = RunScope(agent.workflow_telemetry, budget, messages, conversation_id, asynchronous=True,
                               parallel_tool_calls=a.parallel_tool_calls, max_tool_concurrency=a.max_tool_concurrency)
@@ -134,15 +139,21 @@ class AgentRun:
                                                    conversation_id=conversation_id, agent=a.name,
                                                    tools=a.registry.names, span_id=traced.span_id)
             try:
-                run = await _Loop(agent, state, traced, self, request.get("approval_timeout")).run()
+                run = await _Loop(agent, state, traced, self, checked["approval_timeout"]).run()
+            except GeneratorExit:  # the coroutine dropped by a worker that left it: the run goes on elsewhere
+                raise
             except BaseException as exc:  # cancelled, or evicted (replaying: nothing is ended)
                 traced.fail(_kind(exc))
                 if is_cancelled_exception(exc) and not isinstance(exc, (asyncio.CancelledError, CancelledError)):
                     raise CancelledError("the run was cancelled") from exc  # the workflow ends cancelled
                 raise
             traced.end(run)
-        finally:
+        except GeneratorExit:  # (as above) closed from another context: its own is not there to restore
+            raise
+        except BaseException:
             otel_context.detach(token)
+            raise
+        otel_context.detach(token)
         return run_to_data(run)
 
 
@@ -281,10 +292,12 @@ class _Loop:
             budget = self.state.child_budget(tool.budget or sub.agent.budget)
             request = {"agent": sub.agent.name, "task": checked[1]["task"], "history": None,
                        "budget": budget_to_data(budget), "conversation_id": self.state.conversation_id,
-                       "traceparent": traceparent()}
+                       "traceparent": traceparent(), "approval_timeout": self.approval_timeout}
             data = await workflow.execute_child_workflow(
                 N.TEMPORAL_WORKFLOW, request, id=f"{workflow.info().workflow_id}.{workflow.uuid4().hex[:16]}",
                 task_queue=self.queue)
+        except GeneratorExit:  # the coroutine dropped by a worker that left it
+            raise
         except BaseException as exc:  # cancelled, evicted (replaying: nothing ends), or the child failed
             scope.fail(_kind(exc))
             raise
