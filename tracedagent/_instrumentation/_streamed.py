@@ -16,9 +16,12 @@ the span marked ``cancelled``; the run's deadline ends it marked ``timeout``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Any, AsyncIterator, Iterator
+
+from opentelemetry import trace
 
 from .._core import _names as N
 from .._core._records import Completion, Message, check_completion, in_thread
@@ -26,7 +29,7 @@ from .._core._streaming import StreamedTurn
 from .._core._deadline import Deadline, DeadlineExceeded, awaited
 from ._instrumented import InstrumentedModel, _takes_timeout
 from ._spans import ChatScope, failure_kind
-from ._telemetry import AgentTelemetry, bounded, guard
+from ._telemetry import AgentTelemetry, bounded, ending_elsewhere, guard
 
 __all__ = ["StreamedModel", "StreamScope", "Turn"]
 
@@ -231,10 +234,13 @@ class StreamedModel:
             turn.result = check_completion(turn.completion())
             await _aclose(chunks)
         except GeneratorExit:
-            try:
-                await _aclose_after(chunks)
-            finally:  # even if this task is cancelled again while it closes
-                scope.broke(N.ERROR_CANCELLED, turn.chunks)
+            # Closed by asyncio's shutdown of async generators (left open when ``asyncio.run``
+            # ended), in asyncio's context rather than the run's: the chat span is not current there.
+            with contextlib.nullcontext() if trace.get_current_span() is scope.span else ending_elsewhere():
+                try:
+                    await _aclose_after(chunks)
+                finally:  # even if this task is cancelled again while it closes
+                    scope.broke(N.ERROR_CANCELLED, turn.chunks)
             raise
         except BaseException as exc:
             try:
