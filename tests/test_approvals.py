@@ -21,6 +21,13 @@ from tracedagent.testing import FakeModel, Recorder
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def signed(data: dict) -> str:
+    """Checkpoint data signed anew with the tests' key: what a key holder (a bug, a migration)
+    could write. The checks after the signature's are tested with these."""
+    from tracedagent._core._signing import keyring, signature_block
+    return json.dumps(signature_block({k: v for k, v in data.items() if k != "signature"}, keyring(None), None))
+
+
 def refunds_over_100(call: ToolCall):
     """The policy of a help desk: a refund over 100 USD waits for a person, smaller ones run."""
     if call.name == "refund" and isinstance(call.arguments, dict) and call.arguments.get("amount", 0) > 100:
@@ -95,7 +102,9 @@ def test_a_registry_asked_to_dispatch_a_waiting_call_without_a_decision_denies_i
 def test_checkpoint_is_versioned_json_with_what_resuming_needs():
     run = desk([PAUSING_TURN], budget=Budget(max_steps=5, max_tokens=10_000)).run("refund me", conversation_id="conv-1")
     data = json.loads(run.checkpoint())
-    assert data["version"] == 1 and data["id"] == run.checkpoint_id
+    assert data["version"] == 2 and data["id"] == run.checkpoint_id
+    assert data["signature"]["alg"] == "HMAC-SHA256" and len(data["signature"]["mac"]) == 64
+    assert data["spent"]["cache_read_input_tokens"] == 0 == data["spent"]["cache_creation_input_tokens"]
     assert data["agent"] == "desk" and data["tools"] == ["close_account", "refund", "search_help"]
     assert data["budget"]["max_steps"] == 5 and data["budget"]["max_tokens"] == 10_000
     assert data["spent"]["steps"] == 1 and data["spent"]["tool_calls"] == 4
@@ -221,10 +230,10 @@ def test_time_waiting_for_a_person_does_not_count_against_the_time_budget():
     paused = desk([PAUSING_TURN], budget=Budget(max_seconds=60)).run("go")
     data = json.loads(paused.checkpoint())
     data["paused_at"] -= 3600  # decided an hour later
-    resumed = desk(["done"]).resume(json.dumps(data), {"c1": True, "c3": True})
+    resumed = desk(["done"]).resume(signed(data), {"c1": True, "c3": True})
     assert resumed.ok
     data["id"], data["spent"]["seconds"] = "ran-out", 60.0  # but the time it ran counts
-    assert desk(["done"]).resume(json.dumps(data), {"c1": True, "c3": True}).stop is Stop.TIME_BUDGET
+    assert desk(["done"]).resume(signed(data), {"c1": True, "c3": True}).stop is Stop.TIME_BUDGET
 
 
 # --- teams -------------------------------------------------------------------------------------
@@ -344,13 +353,13 @@ def checkpoint() -> str:
 
 
 def edited(checkpoint: str, **changes) -> str:
-    return json.dumps({**json.loads(checkpoint), **changes})
+    return signed({**json.loads(checkpoint), **changes})
 
 
 @pytest.mark.parametrize("bad, decisions, error", [
     ("{not json", {}, MalformedCheckpoint),
     ('["a list"]', {}, MalformedCheckpoint),
-    ("version:2", {"c1": True, "c3": True}, UnknownCheckpointVersion),
+    ("version:3", {"c1": True, "c3": True}, UnknownCheckpointVersion),
     ("budget", {"c1": True, "c3": True}, MalformedCheckpoint),
     ("agent", {"c1": True, "c3": True}, WrongAgent),
     ("tools", {"c1": True, "c3": True}, WrongAgent),
@@ -362,7 +371,7 @@ def edited(checkpoint: str, **changes) -> str:
         "a-decision-for-no-waiting-call", "a-missing-decision", "a-decision-neither-bool-nor-string",
         "a-reason-over-10000-characters"])
 def test_a_bad_checkpoint_or_bad_decisions_raise_a_named_error_and_nothing_runs(checkpoint, bad, decisions, error):
-    text = {None: checkpoint, "version:2": edited(checkpoint, version=2),
+    text = {None: checkpoint, "version:3": edited(checkpoint, version=3),
             "budget": edited(checkpoint, budget={"max_steps": 0}), "agent": edited(checkpoint, agent="billing"),
             "tools": edited(checkpoint, tools=["refund"])}.get(bad, bad)
     rec = Recorder()
@@ -382,7 +391,7 @@ def with_fields(checkpoint: str, key: str, **changes) -> str:
             del data[key][name]
         else:
             data[key][name] = value
-    return json.dumps(data)
+    return signed(data)
 
 
 @pytest.mark.parametrize("key, changes", [
@@ -420,7 +429,7 @@ def test_the_repeat_check_counts_the_calls_asked_for_before_the_pause():
     older = json.loads(paused.checkpoint())
     del older["repeats"]  # what an earlier release wrote: read, and counted afresh
     again = desk([turn(("search_help", {"q": "same"}), prefix="c"), "done"], budget=budget).resume(
-        json.dumps(older), {"b1": True})
+        signed(older), {"b1": True})
     assert again.ok
 
 

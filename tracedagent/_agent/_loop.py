@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from opentelemetry import metrics, trace
 
 from .._core._budget import Budget, Stop
 from .._core._deadline import DeadlineExceeded
-from .._core._checkpoint import Checkpoint, Decision
+from .._core._checkpoint import Checkpoint
+from .._core._decisions import Decision
+from .._core._signing import CheckpointKey, keyring
 from .._core._records import Message, Model, being_cancelled
 from .._core._run import Run, RunState, current_run, initial_messages
 from ._stream import AgentStream, AsyncAgentStream
@@ -47,7 +50,9 @@ class Agent:
                  meter_provider: metrics.MeterProvider | None = None,
                  capture_content: bool | None = None, redact: Callable[[str], str] | None = None,
                  parallel_tool_calls: bool = True, max_tool_concurrency: int | None = None,
-                 description: str | None = None, version: str | None = None, agent_id: str | None = None) -> None:
+                 description: str | None = None, version: str | None = None, agent_id: str | None = None,
+                 checkpoint_key: CheckpointKey | None = None, checkpoint_max_age: float | None = None,
+                 accept_unsigned_checkpoints: bool = False) -> None:
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``redact`` is applied to every captured string before it reaches a span (default: a
@@ -57,7 +62,12 @@ class Agent:
         ``max_tool_concurrency`` at once (``None``: all); ``run`` is always sequential.
         ``description`` and ``version`` are ``gen_ai.agent.description``/``.version`` on every run
         span; ``agent_id`` is ``gen_ai.agent.id`` (default: a UUID derived from the name and version,
-        the same in every process, so one agent definition's runs can be found together)."""
+        the same in every process, so one agent definition's runs can be found together).
+        ``checkpoint_key`` signs this agent's checkpoints and checks those it resumes: a key of at
+        least 32 bytes, or several (the first signs, each verifies: rotation); ``None`` reads
+        ``TRACEDAGENT_CHECKPOINT_KEY``. ``checkpoint_max_age``: seconds after the pause a signed
+        checkpoint can still be resumed (``ExpiredCheckpoint`` after). A checkpoint read from outside
+        must be signed with one of its keys unless ``accept_unsigned_checkpoints`` (docs/approvals.md)."""
         if max_tool_concurrency is not None and max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
@@ -75,7 +85,12 @@ class Agent:
                                          capture_content=capture_content, redact=redact)
         self._model = InstrumentedModel(model, self._telemetry)
         self._tools = InstrumentedRegistry(self._registry, self._telemetry)
-        self._resumed: set[str] = set()
+        if checkpoint_max_age is not None and not checkpoint_max_age > 0:
+            raise ValueError(f"checkpoint_max_age must be a positive number of seconds, got {checkpoint_max_age}")
+        self._checkpoint_keys = keyring(checkpoint_key)
+        self.checkpoint_max_age = checkpoint_max_age
+        self.accept_unsigned_checkpoints = accept_unsigned_checkpoints
+        self._resumed: OrderedDict[str, None] = OrderedDict()
         self._resumed_lock = threading.Lock()
 
     # Read-only: the instrumented wrappers and the spans' fixed attributes are built from these.
@@ -152,27 +167,37 @@ class Agent:
         return AsyncAgentStream(self, task, history, budget, conversation_id)
 
     def resume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
-               claim: _resume.Claim | None = None) -> Run:
+               claim: _resume.Claim | None = None, budget: Budget | None = None) -> Run:
         """Continue a run that stopped ``approval_required`` (``run.checkpoint()``), once a person
-        decided on each of ``run.pending``: ``decisions`` maps every waiting call's id to ``True``
-        (run it, with exactly the checkpoint's arguments), ``False`` or a string (deny it; the
-        string is what the model is shown). A new trace, linked to the paused run's; bounded by
-        what is left of the original budget; it may pause again. A bad checkpoint or decisions
+        decided on each of ``run.pending``: ``decisions`` maps every waiting call's id to
+        ``approve(call)`` (run it if it is still the call the person saw), ``True`` (run it, with
+        exactly the checkpoint's arguments), ``False`` or a string (deny it; the string is what the
+        model is shown). A new trace, linked to the paused run's; bounded by what is left of the
+        checkpoint's budget (``budget`` may lower its ceilings, never raise them); it may pause
+        again. A checkpoint read from text must be signed with this agent's key (unless
+        ``accept_unsigned_checkpoints``). A bad, altered or foreign checkpoint or bad decisions
         raise a ``CheckpointError`` before anything runs. A checkpoint is resumed once: this
-        agent remembers the ids it resumed; across processes, pass ``claim`` (docs/approvals.md)."""
-        return _resume.resume(self, checkpoint, decisions, claim)
+        agent remembers the last ids it resumed; across processes, pass ``claim`` (docs/approvals.md)."""
+        return _resume.resume(self, checkpoint, decisions, claim, budget)
 
     async def aresume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
-                      claim: _resume.Claim | None = None) -> Run:
+                      claim: _resume.Claim | None = None, budget: Budget | None = None) -> Run:
         """``resume`` for async code, continuing as ``arun`` does."""
-        return await _resume.aresume(self, checkpoint, decisions, claim)
+        return await _resume.aresume(self, checkpoint, decisions, claim, budget)
+
+    REMEMBERED_RESUMES = 10_000
+    """How many resumed checkpoint ids an agent remembers (the oldest forgotten first): a
+    long-lived agent's memory stays bounded. ``claim=`` is the guard that does not forget."""
 
     def _claim(self, checkpoint_id: str) -> bool:
-        """Whether this agent has not resumed ``checkpoint_id`` yet, marking it resumed."""
+        """Whether this agent has not resumed ``checkpoint_id`` yet (among the last
+        ``REMEMBERED_RESUMES``), marking it resumed."""
         with self._resumed_lock:
             if checkpoint_id in self._resumed:
                 return False
-            self._resumed.add(checkpoint_id)
+            self._resumed[checkpoint_id] = None
+            if len(self._resumed) > self.REMEMBERED_RESUMES:
+                self._resumed.popitem(last=False)
             return True
 
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
@@ -188,6 +213,7 @@ class Agent:
                           parallel_tool_calls=self.parallel_tool_calls, max_tool_concurrency=self.max_tool_concurrency)
         state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id, parent=parent,
                          agent=self._name, tools=self._registry.names, span_id=traced.span_id)
+        state.checkpoint_keys, state.checkpoint_max_age = self._checkpoint_keys, self.checkpoint_max_age
         return traced, state, parent
 
     @staticmethod

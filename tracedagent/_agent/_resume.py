@@ -3,9 +3,11 @@
 A run that stopped ``approval_required`` left a ``Checkpoint``. Resuming it, with a decision
 for every waiting call, is a new run - a new trace - whose span links to the paused run's:
 
-1. ``prepare``: the checkpoint is read and checked (its version, its agent and tools, every
-   sub-agent's too, the decisions, whether it was resumed before). Any problem is a
-   ``CheckpointError`` and nothing has run.
+1. ``prepare``: the checkpoint is read and checked (its signature with the agent's keys, its
+   version and shape - its conversation too -, its agent and tools, every sub-agent's too, the
+   decisions - an ``Approve`` against the call's digest -, whether it was resumed before). Any
+   problem is a ``CheckpointError`` and nothing has run. A ``budget`` given may lower the
+   checkpoint's ceilings, never raise them.
 2. ``_start``: the run span (with the link, ``tracedagent.resumed_from``, the decisions) and
    a ``RunState`` rebuilt from the checkpoint (``RunState.continue_from``): what the run had
    spent counts against its budget.
@@ -19,12 +21,16 @@ for every waiting call, is a new run - a new trace - whose span links to the pau
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Mapping, Protocol
 
 from .._core import _names as N
-from .._core._checkpoint import (NESTED_ID_SEPARATOR, AlreadyResumed, Checkpoint, Decision, PendingCall,
-                                 SubAgentPause, WrongAgent, check_decisions)
+from .._core._budget import Budget
+from .._core._checkpoint import (NESTED_ID_SEPARATOR, AlreadyResumed, Checkpoint, PendingCall, SubAgentPause,
+                                 WrongAgent, budget_within, escape_id)
+from .._core._decisions import Decision, check_decisions, settle
+from .._core._signing import accept, claim_key
 from .._core._records import ToolCall, ToolOutcome, ToolResult
 from .._core._run import Run, RunState, current_run
 from .._core._tools import Approved, Registry
@@ -51,21 +57,30 @@ class Claim(Protocol):
 
 
 def prepare(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
-            claim: Claim | None, *, synchronous: bool = False) -> Checkpoint:
-    """The checkpoint, read and checked against ``agent`` and ``decisions``; claimed last, so a
-    refused resume does not use it up. A sync ``resume`` that would need an event loop of its
-    own (async tools, or a paused sub-agent, which is resumed as an async tool) inside a running
-    one is refused here, as ``run`` is, rather than failing the approved call."""
-    cp = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.loads(checkpoint)
+            claim: Claim | None, *, synchronous: bool = False,
+            budget: Budget | None = None) -> tuple[Checkpoint, Mapping[str, Decision]]:
+    """The checkpoint, read and checked against ``agent`` and ``decisions``, and the decisions as
+    the run acts on them (``settle``); claimed last, so a refused resume does not use it up. A
+    sync ``resume`` that would need an event loop of its own (async tools, or a paused
+    sub-agent, which is resumed as an async tool) inside a running one is refused here, as
+    ``run`` is, rather than failing the approved call."""
+    keys = agent._checkpoint_keys
+    cp = checkpoint if isinstance(checkpoint, Checkpoint) else Checkpoint.loads(checkpoint, keys)
+    accept(cp, keys, unsigned=agent.accept_unsigned_checkpoints, now=time.time())
     _check_agent(agent, cp)
     check_decisions(cp, decisions)
     if synchronous and (agent.registry.has_async_tools or cp.sub_agents) and _acalls.in_event_loop():
         raise RuntimeError("Agent.resume was called inside a running event loop and this run has async tools "
                            "or a paused sub-agent; use `await agent.aresume(...)` instead")
-    claimed = agent._claim(cp.id) if claim is None else claim(cp.id)
+    key = claim_key(cp)  # the id, unless an unsigned checkpoint's, which whoever edits it chooses
+    settled, decided = settle(cp, decisions)
+    if budget is not None:
+        settled = dataclasses.replace(settled, budget=budget_within(settled.budget, budget))
+    claimed = agent._claim(key) if claim is None else claim(key)
     if not claimed:
-        raise AlreadyResumed(f"checkpoint {cp.id} was resumed before; each pause is resumed once")
-    return cp
+        raise AlreadyResumed(f"checkpoint {key} was resumed before (or a resume of it was interrupted); each pause "
+                             "is resumed once")
+    return settled, decided
 
 
 def _check_agent(agent: Agent, cp: Checkpoint) -> None:
@@ -83,9 +98,9 @@ def _check_agent(agent: Agent, cp: Checkpoint) -> None:
 
 
 def resume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
-           claim: Claim | None = None) -> Run:
+           claim: Claim | None = None, budget: Budget | None = None) -> Run:
     """See ``Agent.resume``."""
-    cp = prepare(agent, checkpoint, decisions, claim, synchronous=True)
+    cp, decisions = prepare(agent, checkpoint, decisions, claim, synchronous=True, budget=budget)
     traced, state, parent = _start(agent, cp, decisions, asynchronous=False)
     token = current_run.set(state)
     try:
@@ -99,9 +114,9 @@ def resume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mappin
 
 
 async def aresume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
-                  claim: Claim | None = None) -> Run:
+                  claim: Claim | None = None, budget: Budget | None = None) -> Run:
     """See ``Agent.aresume``."""
-    cp = prepare(agent, checkpoint, decisions, claim)
+    cp, decisions = prepare(agent, checkpoint, decisions, claim, budget=budget)
     traced, state, parent = _start(agent, cp, decisions, asynchronous=True)
     token = current_run.set(state)
     try:
@@ -128,6 +143,7 @@ def _start(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], *,
     try:
         state = RunState(cp.budget, messages, trace_id=traced.trace_id, conversation_id=cp.conversation_id,
                          parent=parent, agent=agent.name, tools=agent.registry.names, span_id=traced.span_id)
+        state.checkpoint_keys, state.checkpoint_max_age = agent._checkpoint_keys, agent.checkpoint_max_age
         state.continue_from(cp)
     except BaseException as exc:  # a bug: no run, but no span left open
         traced.fail(failure_kind(exc))
@@ -179,7 +195,7 @@ def _denial(agent: Agent, call: ToolCall, decision: Decision) -> ToolResult:
 def _sub_registry(agent: Agent, sub: SubAgentPause, decisions: Mapping[str, Decision]) -> InstrumentedRegistry:
     """A registry of one tool, the paused sub-agent resumed with its share of the decisions,
     instrumented as the agent's own: its call is an ``execute_tool`` span of this run."""
-    prefix = sub.call_id + NESTED_ID_SEPARATOR
+    prefix = escape_id(sub.call_id) + NESTED_ID_SEPARATOR
     own = {key[len(prefix):]: value for key, value in decisions.items() if key.startswith(prefix)}
     tool = agent.registry.get(sub.name)
     assert isinstance(tool, SubAgentTool)  # prepare checked it

@@ -28,7 +28,8 @@ from .._core._budget import Budget, Stop
 from .._core._events import event_sink
 from .._core._run import Run, current_run
 from .._instrumentation._telemetry import guard
-from .._core._checkpoint import Checkpoint, Decision
+from .._core._checkpoint import Checkpoint
+from .._core._decisions import Decision
 from .._core._tools import FatalToolError, Paused, Tool, ToolError
 
 

@@ -1,11 +1,30 @@
-"""A paused run as data: what resuming it needs, written as versioned JSON and read back checked.
+"""A paused run as data: what resuming it needs, written as versioned, signed JSON and read back checked.
 
 A run that stops ``approval_required`` carries a ``Checkpoint``; ``Run.checkpoint()`` is its
 JSON, which the application keeps (a database row, a file) until a person has decided, in
 this process or another. ``Checkpoint.loads`` reads it back, and every way it can be wrong -
-not JSON, another version, a field of the wrong shape - is a ``CheckpointError`` subclass
-raised before anything runs. It is the application's data, not telemetry: it holds the
-conversation and the waiting calls' arguments whatever the content-capture setting.
+not JSON, another version, a field of the wrong shape, a conversation that is not one, a
+signature that does not match - is a ``CheckpointError`` subclass raised before anything runs.
+It is the application's data, not telemetry: it holds the conversation and the waiting calls'
+arguments whatever the content-capture setting.
+
+**Trust.** A ``Checkpoint`` this process made (``RunState.checkpoint_at``, or built in code) is
+trusted as made. One read from text (``loads``/``from_dict``) remembers where it came from
+(``_signing.Origin``) and is trusted only once accepted (``_signing.accept``): its signature checked with the
+agent's keys (``_signing``), or - unsigned - taken because the agent was told to
+(``accept_unsigned_checkpoints``). The text is signed when written (``dumps``) with the key of
+the agent that paused; one read from text is written back exactly as it was read, never signed
+anew, so reading and writing cannot turn an unsigned checkpoint into a signed one.
+
+**Version 2** (this release) added the signature and the prompt-cache token counts of
+``spent``; version 1 is still read (its cache counts read as 0, and it has no signature).
+
+**Adding a field**: add it to the dataclass with a default, write it in ``as_dict``, read and
+check it in ``from_dict`` (a missing or wrong-typed field is ``MalformedCheckpoint``: a field
+that silently fell back to a default could reset a budget). Until a release writes version 2,
+a field is added to version 2 and to ``_ABSENT_IN[1]`` (the value a version-1 checkpoint reads
+as); after it, add a version (``CHECKPOINT_VERSION`` + 1) and an ``_ABSENT_IN`` entry for the
+one before. The signature covers every field, so nothing else changes.
 """
 
 from __future__ import annotations
@@ -13,51 +32,40 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
+import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Union
+from typing import Any
 
 from ._budget import Budget
+from ._checkpoint_errors import (AlreadyResumed, BadDecisions, CheckpointError, DecisionMismatch,
+                                 ExpiredCheckpoint, MalformedCheckpoint, TamperedCheckpoint,
+                                 UnknownCheckpointVersion, UnsignedCheckpoint, WrongAgent)
+from ._messages import MalformedMessage, check_messages
 from ._records import Message
+from ._signing import SIGNATURE, CheckpointKey, Keyring, Origin, call_digest, keyring, signature_block, verify
 
-__all__ = ["CHECKPOINT_VERSION", "Checkpoint", "PendingCall", "Spent", "SubAgentPause", "Decision",
-           "CheckpointError", "MalformedCheckpoint", "UnknownCheckpointVersion", "WrongAgent", "BadDecisions",
-           "AlreadyResumed", "check_decisions", "check_reasons", "budget_from", "MAX_REASON_LENGTH", "NESTED_ID_SEPARATOR"]
+__all__ = ["CHECKPOINT_VERSION", "Checkpoint", "PendingCall", "Spent", "SubAgentPause", "CheckpointError",
+           "MalformedCheckpoint", "UnknownCheckpointVersion", "WrongAgent", "BadDecisions", "DecisionMismatch",
+           "AlreadyResumed", "TamperedCheckpoint", "UnsignedCheckpoint", "ExpiredCheckpoint", "budget_from",
+           "budget_within", "NESTED_ID_SEPARATOR", "nested_id", "escape_id"]
 
-CHECKPOINT_VERSION = 1
-"""The format ``Run.checkpoint()`` writes; ``Checkpoint.loads`` refuses any other."""
+CHECKPOINT_VERSION = 2
+"""The format ``Run.checkpoint()`` writes; ``Checkpoint.loads`` reads it and version 1."""
+
+_ABSENT_IN: dict[int, dict[str, dict[str, Any]]] = {
+    1: {"spent": {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}},
+}
+"""Fields an older version lacks, by version and object, with the value they read as."""
 
 NESTED_ID_SEPARATOR = "/"
 """Joins a sub-agent's call id to the id of its own waiting call (``"outer/inner"``): ids a
-provider gives are unique within one conversation only, and a team has several."""
+provider gives are unique within one conversation only, and a team has several. The outer id is
+escaped (``escape_id``), and a run never holds a call of its own whose id contains the
+separator, so a model-chosen id can never equal a nested one."""
 
-Decision = Union[bool, str]
-"""``True`` runs the call; ``False`` or a string denies it (the string is what the model is shown)."""
-
-
-class CheckpointError(ValueError):
-    """A checkpoint (or the decisions given with it) that cannot be resumed: nothing ran."""
-
-
-class MalformedCheckpoint(CheckpointError):
-    """Not JSON, or JSON without the fields, or with fields of the wrong type."""
-
-
-class UnknownCheckpointVersion(CheckpointError):
-    """Written by a format this version of tracedagent does not read."""
-
-
-class WrongAgent(CheckpointError):
-    """Paused by another agent: a different name or different tools."""
-
-
-class BadDecisions(CheckpointError):
-    """A decision for a call that is not waiting, a waiting call without one, or a value that
-    is neither a bool nor a string."""
-
-
-class AlreadyResumed(CheckpointError):
-    """This checkpoint (its ``id``) was resumed before."""
-
+_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_HEX = {"trace_id": re.compile(r"[0-9a-f]{32}"), "span_id": re.compile(r"[0-9a-f]{16}")}
 
 @dataclass(frozen=True, kw_only=True)
 class PendingCall:
@@ -72,6 +80,12 @@ class PendingCall:
     """Exactly what an approval runs it with."""
     reason: str
     """Why it waits: the policy's ``ask(...)`` or the tool's ``requires_approval``."""
+
+    @property
+    def digest(self) -> str:
+        """What the person deciding sees, as a digest of the tool name and the arguments:
+        ``approve(call)`` carries it, and a resume refuses it unless the call is still this one."""
+        return call_digest(self.name, self.arguments)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "reason": self.reason}
@@ -89,6 +103,10 @@ class Spent:
     """Output tokens, its sub-agents' included."""
     cost: float = 0.0
     """USD at the budget's prices."""
+    cache_read_input_tokens: int = 0
+    """Of ``input_tokens``, those read from the providers' prompt caches (0 in a version-1 checkpoint)."""
+    cache_creation_input_tokens: int = 0
+    """Of ``input_tokens``, those written to the providers' prompt caches (0 in a version-1 checkpoint)."""
     tool_calls: int = 0
     """Tool calls requested (``Budget.max_tool_calls`` counts these)."""
     seconds: float = 0.0
@@ -146,11 +164,11 @@ class Checkpoint:
     checkpoint an earlier release wrote: such a run counts afresh.)"""
 
     def calls(self) -> list[PendingCall]:
-        """Every call waiting, sub-agents' included (their ids prefixed with the sub-agent call's)."""
+        """Every call waiting, sub-agents' included (their ids prefixed with the sub-agent call's:
+        ``nested_id``). These ids are what ``decisions`` is keyed by."""
         waiting = list(self.pending)
         for sub in self.sub_agents:
-            waiting += [dataclasses.replace(c, id=f"{sub.call_id}{NESTED_ID_SEPARATOR}{c.id}")
-                        for c in sub.checkpoint.calls()]
+            waiting += [dataclasses.replace(c, id=nested_id(sub.call_id, c.id)) for c in sub.checkpoint.calls()]
         return waiting
 
     def as_dict(self) -> dict[str, Any]:
@@ -164,74 +182,94 @@ class Checkpoint:
                 "paused_at": self.paused_at, "repeats": [list(r) for r in self.repeats]}
 
     def dumps(self) -> str:
-        """The versioned JSON. Arguments JSON cannot hold are written as their ``str``."""
-        return json.dumps(self.as_dict(), default=str, ensure_ascii=False)
+        """The versioned JSON, signed with the key of the agent that paused (or, for a checkpoint
+        made in code, ``TRACEDAGENT_CHECKPOINT_KEY``) when there is one. A checkpoint read from
+        text is written back as it was read. Arguments JSON cannot hold are written as their ``str``."""
+        origin = getattr(self, "_origin", None)
+        if origin is not None:
+            return json.dumps(origin.data, ensure_ascii=False)
+        # The data as a reader will get it back (tuples as lists, objects as strings): what it checks.
+        data = json.loads(json.dumps(self.as_dict(), default=str, ensure_ascii=False))
+        keys, max_age = getattr(self, "_signing", None) or (keyring(None), None)
+        if keys is not None:
+            data = signature_block(data, keys, None if max_age is None else self.paused_at + max_age)
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
-    def loads(cls, text: str | bytes) -> Checkpoint:
-        """Read a checkpoint back, or raise a ``CheckpointError`` saying what is wrong with it."""
+    def loads(cls, text: str | bytes, key: CheckpointKey | Keyring | None = None) -> Checkpoint:
+        """Read a checkpoint back, or raise a ``CheckpointError`` saying what is wrong with it. A
+        signed one is checked with ``key`` (default: ``TRACEDAGENT_CHECKPOINT_KEY``) when there is
+        one: altered or foreign, it is ``TamperedCheckpoint``; past its ``expires``,
+        ``ExpiredCheckpoint``. Without a key it is checked when an agent resumes it."""
         try:
             data = json.loads(text)
         except (ValueError, TypeError, RecursionError) as exc:
             raise MalformedCheckpoint(f"the checkpoint is not JSON ({type(exc).__name__})") from None
-        return cls.from_dict(data)
+        keys = keyring(key)
+        if isinstance(data, dict) and data.get(SIGNATURE) is not None and keys is not None:
+            verify(Origin(data), keys, time.time())  # before its fields: a changed one is tampered
+        cp = cls.from_dict(data)
+        if keys is not None and data.get(SIGNATURE) is not None:
+            cp._origin.accepted = True  # type: ignore[attr-defined]
+        return cp
 
     @classmethod
-    def from_dict(cls, data: Any) -> Checkpoint:
+    def from_dict(cls, data: Any, _root: Origin | None = None) -> Checkpoint:
+        """A checkpoint from its JSON data, checked field by field; untrusted until ``accept``ed."""
         if not isinstance(data, dict):
             raise MalformedCheckpoint("the checkpoint is not a JSON object")
         version = data.get("version")
-        if version != CHECKPOINT_VERSION:
+        if version not in (1, CHECKPOINT_VERSION) or type(version) is not int:
             raise UnknownCheckpointVersion(f"checkpoint version {str(version)[:20]!r}: this tracedagent reads "
-                                           f"version {CHECKPOINT_VERSION}")
+                                           f"versions 1 and {CHECKPOINT_VERSION}")
+        origin = Origin(data, _root)
+        absent = _ABSENT_IN.get(version, {})
         try:
             budget = budget_from(data.get("budget"), "checkpoint")
-            spent = Spent(**_fields(_typed(data, "spent", dict), Spent, "spent"))
-            return cls(id=_typed(data, "id", str), agent=_typed(data, "agent", str),
-                       tools=tuple(_strings(_typed(data, "tools", list), "tools")), budget=budget, spent=spent,
-                       messages=[_typed({"message": m}, "message", dict) for m in _typed(data, "messages", list)],
-                       step_index=_number(_typed(data, "step_index", int), "step_index"),
-                       pending=tuple(_pending(p) for p in _typed(data, "pending", list)),
-                       sub_agents=tuple(_sub_agent(s) for s in _typed(data, "sub_agents", list)),
-                       conversation_id=_optional(data, "conversation_id"), trace_id=_optional(data, "trace_id"),
-                       span_id=_optional(data, "span_id"), paused_at=_number(data.get("paused_at", 0.0), "paused_at"),
-                       repeats=tuple(_repeat(r) for r in _typed({"repeats": data.get("repeats", [])}, "repeats", list)))
+            spent = Spent(**_fields({**absent.get("spent", {}), **_typed(data, "spent", dict)}, Spent, "spent"))
+            messages = _typed(data, "messages", list)
+            check_messages(messages)
+            cp = cls(id=_identifier(data, "id"), agent=_typed(data, "agent", str),
+                     tools=tuple(_strings(_typed(data, "tools", list), "tools")), budget=budget, spent=spent,
+                     messages=messages, step_index=_number(_typed(data, "step_index", int), "step_index"),
+                     pending=tuple(_pending(p) for p in _typed(data, "pending", list)),
+                     sub_agents=tuple(_sub_agent(s, origin.top) for s in _typed(data, "sub_agents", list)),
+                     conversation_id=_optional(data, "conversation_id"), trace_id=_hex(data, "trace_id"),
+                     span_id=_hex(data, "span_id"), paused_at=_number(data.get("paused_at", 0.0), "paused_at"),
+                     repeats=tuple(_repeat(r) for r in _typed({"repeats": data.get("repeats", [])}, "repeats", list)))
         except CheckpointError:
             raise
+        except MalformedMessage as exc:
+            raise MalformedCheckpoint(f"the checkpoint's conversation is not one: {exc}") from exc
         except (TypeError, ValueError) as exc:  # Budget's own checks, an unknown field
             raise MalformedCheckpoint(f"the checkpoint's fields are wrong: {exc}") from None
+        object.__setattr__(cp, "_origin", origin)
+        return cp
 
 
-def check_decisions(checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> None:
-    """Exactly one decision for each waiting call, each a bool or a string (``BadDecisions``)."""
-    if not isinstance(decisions, Mapping):
-        raise BadDecisions(f"decisions must map call ids to True, False or a reason, not {type(decisions).__name__}")
-    waiting = {c.id for c in checkpoint.calls()}
-    unknown = sorted(str(k)[:80] for k in decisions if k not in waiting)
-    if unknown:
-        raise BadDecisions(f"no call is waiting with the id(s) {unknown}; waiting: {sorted(waiting)}")
-    missing = sorted(waiting - set(decisions))
-    if missing:
-        raise BadDecisions(f"no decision for the waiting call(s) {missing}")
-    for key, value in decisions.items():
-        if not isinstance(value, (bool, str)):
-            raise BadDecisions(f"the decision for {key!r} is {type(value).__name__}, not True, False or a reason")
-    check_reasons(decisions)
+def escape_id(call_id: str) -> str:
+    """A sub-agent call's id as the first part of a nested id: ``%`` and ``/`` escaped, so that
+    the join cannot be read two ways."""
+    return call_id.replace("%", "%25").replace(NESTED_ID_SEPARATOR, "%2F")
 
 
-def check_reasons(decisions: Any) -> None:
-    """No denial reason longer than ``MAX_REASON_LENGTH`` (``BadDecisions``); what is not a
-    mapping is left to ``check_decisions``."""
-    for key, value in decisions.items() if isinstance(decisions, Mapping) else ():
-        if isinstance(value, str) and len(value) > MAX_REASON_LENGTH:
-            raise BadDecisions(f"the reason for {key!r} is {len(value):,} characters, more than {MAX_REASON_LENGTH:,}")
+def nested_id(outer: str, inner: str) -> str:
+    """The id of a sub-agent's waiting call ``inner`` in its caller's run (the sub-agent call ``outer``)."""
+    return escape_id(outer) + NESTED_ID_SEPARATOR + inner
 
 
-MAX_REASON_LENGTH = 10_000
-"""The longest denial reason a decision may give: words a person wrote for the model, shown as
-the call's result. A longer one is refused, not cut: it is more likely a mistake (a pasted file)
-than a reason, and it would travel in every later model call (and past a durable engine's
-payload limit)."""
+def budget_within(signed: Budget, given: Budget | None) -> Budget:
+    """The budget a resumed run gets when its resumer passes one: each ceiling the lower of the
+    checkpoint's and ``given``'s (``None``: no ceiling); the checkpoint's prices. A resume may
+    lower what a signed checkpoint allows, never raise it."""
+    if given is None:
+        return signed
+    lower: dict[str, Any] = {}
+    for name in ("max_steps", "max_tokens", "max_cost", "repeat_limit", "no_progress_limit", "max_seconds",
+                 "max_tool_calls_per_step", "max_tool_calls"):
+        mine, theirs = getattr(signed, name), getattr(given, name)
+        lower[name] = mine if theirs is None else theirs if mine is None else min(mine, theirs)
+    return dataclasses.replace(signed, **lower)
 
 
 _LARGEST = 2**53
@@ -280,6 +318,20 @@ def _typed(data: dict[str, Any], key: str, kind: type) -> Any:
     return value
 
 
+def _identifier(data: dict[str, Any], key: str) -> str:
+    value = _typed(data, key, str)
+    if not _ID.fullmatch(value):
+        raise MalformedCheckpoint(f"the checkpoint's {key!r} is not 1 to 128 letters, digits and . _ : -")
+    return value
+
+
+def _hex(data: dict[str, Any], key: str) -> str | None:
+    value = _optional(data, key)
+    if value is not None and not _HEX[key].fullmatch(value):
+        raise MalformedCheckpoint(f"the checkpoint's {key!r} is not a hex {key.replace('_', ' ')}")
+    return value
+
+
 def _optional(data: dict[str, Any], key: str) -> str | None:
     return None if data.get(key) is None else _typed(data, key, str)
 
@@ -313,12 +365,14 @@ def _repeat(data: Any) -> tuple[str, str, int]:
 
 def _pending(data: Any) -> PendingCall:
     data = _typed({"call": data}, "call", dict)
+    if NESTED_ID_SEPARATOR in _typed(data, "id", str):  # a run never holds one: a nested id's look-alike
+        raise MalformedCheckpoint(f"a waiting call's id contains {NESTED_ID_SEPARATOR!r}")
     return PendingCall(id=_typed(data, "id", str), name=_typed(data, "name", str), arguments=_arguments(data),
                        reason=_typed(data, "reason", str))
 
 
-def _sub_agent(data: Any) -> SubAgentPause:
+def _sub_agent(data: Any, root: Origin) -> SubAgentPause:
     data = _typed({"sub_agent": data}, "sub_agent", dict)
     return SubAgentPause(call_id=_typed(data, "call_id", str), name=_typed(data, "name", str),
-                         arguments=_arguments(data), checkpoint=Checkpoint.from_dict(data.get("checkpoint")))
+                         arguments=_arguments(data), checkpoint=Checkpoint.from_dict(data.get("checkpoint"), root))
 

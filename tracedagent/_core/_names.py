@@ -105,6 +105,9 @@ APPROVAL_APPROVED = "tracedagent.approval.approved"
 """On a resumed run's span: the tool names of the calls a person approved."""
 APPROVAL_DENIED = "tracedagent.approval.denied"
 """On a resumed run's span: the tool names of the calls a person denied."""
+APPROVAL_EDITED = "tracedagent.approval.edited"
+"""On a resumed run's span: the tool names of the calls a person approved with arguments they
+corrected (``approve(call, arguments=...)``): those calls ran with the person's arguments."""
 STEP_RESUMED = "tracedagent.step.resumed"
 """On the step span of a resumed run's decided calls: a step without a model call."""
 DECISION = "tracedagent.approval.decision"
@@ -241,6 +244,9 @@ so recording them verbatim would let a model (or an injection) explode metric ca
 # --- Environment variables ---------------------------------------------------------
 ENV_CAPTURE_CONTENT = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 ENV_CONTENT_MAX_LENGTH = "TRACEDAGENT_CONTENT_MAX_LENGTH"
+ENV_CHECKPOINT_KEY = "TRACEDAGENT_CHECKPOINT_KEY"
+"""The keys that sign and verify checkpoints when ``Agent(checkpoint_key=...)`` is not given:
+comma-separated, each at least 32 bytes; the first signs, every one verifies (rotation)."""
 ENV_ATTRIBUTE_VALUE_LENGTH_LIMIT = _sdk_env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT
 ENV_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = _sdk_env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT
 """The SDK cuts every string attribute at these (the span one first): captured content is cut

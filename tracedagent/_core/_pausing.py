@@ -16,8 +16,9 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ._budget import Budget, Stop
-from ._checkpoint import Checkpoint, PendingCall, Spent, SubAgentPause
+from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, Spent, SubAgentPause
 from ._deadline import Clock, Deadline
+from ._signing import Keyring, sign_with
 from ._usage import RunUsage
 from ._records import ToolOutcome
 
@@ -44,6 +45,10 @@ class Pausing:
     """What the run spent before its pause (``continue_from``)."""
     resumed: Checkpoint | None = None
     """The checkpoint the run continues from."""
+    checkpoint_keys: Keyring | None = None
+    """The keys the agent signs its checkpoints with (``None``: unsigned); set by the driver."""
+    checkpoint_max_age: float | None = None
+    """Seconds a checkpoint of this run stays resumable (its signed ``expires``); ``None``: no limit."""
     deadline: Deadline | None
     clock: Clock
     usage: RunUsage
@@ -62,6 +67,8 @@ class Pausing:
         used = self.usage
         used.input_tokens, used.output_tokens, used.cost = spent.input_tokens, spent.output_tokens, spent.cost
         used.tool_calls = spent.tool_calls
+        used.cache_read_input_tokens = spent.cache_read_input_tokens
+        used.cache_creation_input_tokens = spent.cache_creation_input_tokens
         self._seen_calls = {(name, arguments): times for name, arguments, times in checkpoint.repeats}
         if self.budget.max_seconds is not None:
             self.deadline = Deadline.after(max(0.0, self.budget.max_seconds - spent.seconds), self.clock)
@@ -79,12 +86,16 @@ class Pausing:
         """Before the turn is dispatched: the calls (by position) that wait for a decision. The
         driver dispatches the others; ``pause`` then stops the run if any wait. A call whose id
         another call of the turn shares is not held: a decision names a call by its id, so one
-        decision would run both. It is dispatched instead, and the registry denies it, as it
-        denies every call that needs approval and has none (fail closed)."""
+        decision would run both. Nor is a call whose id contains ``/``, the separator of a
+        sub-agent's nested ids: a model that names its call ``t0/c0`` beside a sub-agent call ``t0``
+        whose own waiting call is ``c0`` would put two calls under one id. Such a call is
+        dispatched instead, and the registry denies it, as it denies every call that needs
+        approval and has none (fail closed)."""
         if waiting:
             calls = step.completion.tool_calls
             times = Counter(call.id for call in calls)
-            waiting = {i: why for i, why in waiting.items() if times[calls[i].id] == 1}
+            waiting = {i: why for i, why in waiting.items()
+                       if times[calls[i].id] == 1 and NESTED_ID_SEPARATOR not in calls[i].id}
         step.waiting = waiting
 
     def pause(self, step: Any) -> Any:
@@ -106,11 +117,13 @@ class Pausing:
         subs = [r for r in step.tool_results if r.outcome is ToolOutcome.PENDING]
         step.paused = True
         arguments = {call.id: call.arguments for call in calls}
-        return Checkpoint(
+        return sign_with(Checkpoint(
             id=checkpoint_id, agent=self.agent, tools=self.tools, budget=self.budget,
             spent=Spent(steps=self.first_step + sum(not s.resumed for s in self.steps),
                         input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
                         cost=self.usage.cost, tool_calls=self.usage.tool_calls,
+                        cache_read_input_tokens=self.usage.cache_read_input_tokens,
+                        cache_creation_input_tokens=self.usage.cache_creation_input_tokens,
                         seconds=self.carried.seconds + self.clock() - self.started),
             messages=self.messages, step_index=step.index,
             pending=tuple(PendingCall(id=calls[i].id, name=calls[i].name, arguments=calls[i].arguments, reason=why)
@@ -119,7 +132,8 @@ class Pausing:
                                            checkpoint=r.pending.paused) for r in subs),
             conversation_id=self.conversation_id, trace_id=self.trace_id, span_id=self.span_id,
             paused_at=paused_at, repeats=tuple((name, arguments, times)
-                                               for (name, arguments), times in self._seen_calls.items()))
+                                               for (name, arguments), times in self._seen_calls.items())),
+            self.checkpoint_keys, self.checkpoint_max_age)
 
 
 def _waits(step: Any) -> bool:

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ._budget import Budget, Stop
 from ._deadline import Clock, Deadline
+from ._messages import check_messages
 from ._pausing import Pausing
 from ._names import MAX_NAME_LENGTH
 from ._usage import RunUsage
@@ -28,7 +29,10 @@ __all__ = ["ToolNames", "Step", "Run", "RunState", "initial_messages", "canonica
 
 
 def initial_messages(system_prompt: str | None, history: Sequence[Message] | None, task: str) -> list[Message]:
-    """System prompt first if there is one, then the history, then the task."""
+    """System prompt first if there is one, then the history, then the task. A history that is
+    not a list of loop messages is ``MalformedMessage`` (a ``ValueError``), before anything runs."""
+    if history is not None:
+        check_messages(history)
     messages: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
     messages.extend(dict(m) for m in history or ())
     messages.append({"role": "user", "content": task})

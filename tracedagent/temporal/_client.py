@@ -20,7 +20,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from .._agent._loop import Agent
 from .._core import _names as N
 from .._core._budget import Budget
-from .._core._checkpoint import Decision, check_reasons
+from .._core._decisions import Decision, check_reasons, decisions_to_data
 from .._core._records import Message
 from .._core._run import Run
 from .._version import __version__
@@ -64,20 +64,21 @@ def _request(agent: str, task: str, history: Sequence[Message] | None, budget: B
 
 async def approve_on_temporal(client: Client, workflow_id: str, decisions: Mapping[str, Decision]) -> list[str]:
     """Send a person's decisions to a run waiting for them (``waiting_on_temporal``): each
-    waiting call's id to ``True``, ``False`` or the denial the model is shown, as
-    ``Agent.resume`` takes them. The run goes on in its workflow; returns the ids decided. A
-    bad set of decisions, or a run that does not wait, is rejected before anything runs:
+    waiting call's id to ``Approve(digest=call["digest"])`` (runs only if it is still the call
+    the person saw), ``True``, ``False`` or the denial the model is shown, as ``Agent.resume``
+    takes them. The run goes on in its workflow; returns the ids decided. A bad set of
+    decisions, or a run that does not wait, is rejected before anything runs:
     ``temporalio.client.WorkflowUpdateFailedError`` whose ``cause`` is an ``ApplicationError``
-    of type ``BadDecisions`` or ``NotWaiting``; a reason longer than ``MAX_REASON_LENGTH`` is
-    ``BadDecisions`` here, before it is sent."""
+    of type ``BadDecisions``, ``DecisionMismatch`` (an ``Approve`` of another call) or
+    ``NotWaiting``; a reason longer than ``MAX_REASON_LENGTH`` is ``BadDecisions`` here, before it is sent."""
     check_reasons(decisions)  # here too: sent, a reason of megabytes passes Temporal's payload limit
     handle = client.get_workflow_handle(workflow_id)
-    return await handle.execute_update(N.TEMPORAL_DECIDE_UPDATE, dict(decisions))
+    return await handle.execute_update(N.TEMPORAL_DECIDE_UPDATE, decisions_to_data(decisions))
 
 
 async def waiting_on_temporal(client: Client, workflow_id: str) -> list[dict[str, Any]]:
-    """The calls a run waits for a decision on (``id``, ``name``, ``arguments``, ``reason``);
-    empty when it does not wait."""
+    """The calls a run waits for a decision on (``id``, ``name``, ``arguments``, ``reason``, and
+    ``digest``, which an ``Approve`` carries); empty when it does not wait."""
     return await client.get_workflow_handle(workflow_id).query(N.TEMPORAL_WAITING_QUERY)
 
 

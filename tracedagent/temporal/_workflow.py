@@ -21,7 +21,8 @@ from temporalio.exceptions import (ActivityError, ApplicationError, CancelledErr
 
 from .._core import _names as N
 from .._core._budget import Budget, Stop
-from .._core._checkpoint import BadDecisions, Checkpoint, Decision, check_decisions
+from .._core._checkpoint import BadDecisions, Checkpoint
+from .._core._decisions import Decision, check_decisions, decisions_from_data, settle
 from .._core._deadline import Deadline
 from .._core._records import ToolCall, ToolOutcome, ToolResult, Usage
 from .._core._run import Run, RunState, initial_messages
@@ -78,13 +79,14 @@ class AgentRun:
         cp = self._waiting
         if cp is None or self._decisions is not None:
             return []
-        return [{"id": c.id, "name": c.name, "arguments": c.arguments, "reason": c.reason} for c in cp.pending]
+        return [{"id": c.id, "name": c.name, "arguments": c.arguments, "reason": c.reason, "digest": c.digest}
+                for c in cp.pending]
 
     @workflow.update(name=N.TEMPORAL_DECIDE_UPDATE)
     async def decide(self, decisions: Any) -> list[str]:  # Any: a payload of another shape is BadDecisions
         """A person's decisions on the waiting calls (as ``Agent.resume`` takes them): the run
         goes on with them. Returns the ids decided."""
-        self._decisions = dict(decisions)
+        self._decisions = dict(decisions_from_data(decisions))
         return sorted(decisions)
 
     @decide.validator
@@ -94,7 +96,7 @@ class AgentRun:
         if self._waiting is None or self._decisions is not None:
             raise ApplicationError("the run is not waiting for decisions", type="NotWaiting", non_retryable=True)
         try:
-            check_decisions(self._waiting, decisions)
+            check_decisions(self._waiting, decisions_from_data(decisions))
         except BadDecisions as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
 
@@ -138,6 +140,7 @@ class AgentRun:
             state = self._state = WorkflowRunState(budget, messages, trace_id=traced.trace_id,
                                                    conversation_id=conversation_id, agent=a.name,
                                                    tools=a.registry.names, span_id=traced.span_id)
+            state.checkpoint_keys, state.checkpoint_max_age = a._checkpoint_keys, a.checkpoint_max_age
             try:
                 run = await _Loop(agent, state, traced, self, checked["approval_timeout"]).run()
             except GeneratorExit:  # the coroutine dropped by a worker that left it: the run goes on elsewhere
@@ -217,6 +220,7 @@ class _Loop:
         decisions = await self.workflow.wait_for_decisions(cp, self.approval_timeout)
         if decisions is None:
             return state.finish(Stop.APPROVAL_REQUIRED, detail=cp)
+        cp, decisions = settle(cp, decisions)  # an Approve's corrected arguments, a shared id denied
         if left is not None:  # the wait is not running time, as for a resumed run
             state.deadline = Deadline.after(left, state.clock)
         traced.end_step(step)  # the paused turn: its held calls pending
