@@ -23,7 +23,7 @@ pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped
 from temporalio.client import Client, WorkflowUpdateFailedError  # noqa: E402
 from temporalio.service import RPCError  # noqa: E402
 
-from tracedagent import BadDecisions, Stop, ToolOutcome  # noqa: E402
+from tracedagent import Approve, BadDecisions, PendingCall, Stop, ToolOutcome  # noqa: E402
 from tracedagent.temporal import (approve_on_temporal, result_of, start_on_temporal,  # noqa: E402
                                   waiting_on_temporal)
 
@@ -55,7 +55,8 @@ async def test_an_approval_wait_is_resumed_by_its_decisions_after_the_worker_tha
     first = workers(queue, service_name)
     handle = await start_on_temporal(client, "payer", "refund order 7", task_queue=queue, workflow_id=workflow_id)
     waiting = await _waiting(client, workflow_id)
-    assert waiting == [{"id": "r1", "name": "refund", "arguments": {"amount": 30}, "reason": "refund requires approval"}]
+    shown = PendingCall(id="r1", name="refund", arguments={"amount": 30}, reason="refund requires approval")
+    assert waiting == [{**shown.as_dict(), "digest": shown.digest}]
 
     # rejected before anything runs: an unknown id, a missing decision, a decision of the wrong type
     for bad, problem in (({"r1": True, "zz": True}, "zz"), ({}, "r1"), ({"r1": 3}, "int")):
@@ -68,13 +69,17 @@ async def test_an_approval_wait_is_resumed_by_its_decisions_after_the_worker_tha
         with pytest.raises(WorkflowUpdateFailedError) as failed:
             await client.get_workflow_handle(workflow_id).execute_update(N.TEMPORAL_DECIDE_UPDATE, bad)
         assert failed.value.cause.type == "BadDecisions"
+    other = PendingCall(id="r1", name="refund", arguments={"amount": 3000}, reason="")  # not what the person saw
+    with pytest.raises(WorkflowUpdateFailedError) as failed:
+        await approve_on_temporal(client, workflow_id, {"r1": Approve(digest=other.digest)})
+    assert failed.value.cause.type == "DecisionMismatch"
     assert await waiting_on_temporal(client, workflow_id) == waiting, "still waiting after the rejections"
     assert not (tmp_path / "refunds").exists()
 
     first.stop()  # the run waits in Temporal, with no process holding it
     assert first.process.returncode is not None
     second = workers(queue, service_name)
-    assert await approve_on_temporal(client, workflow_id, {"r1": True}) == ["r1"]
+    assert await approve_on_temporal(client, workflow_id, {"r1": Approve(digest=waiting[0]["digest"])}) == ["r1"]
     run = await asyncio.wait_for(result_of(handle), 60)
     assert await waiting_on_temporal(client, workflow_id) == []
     with pytest.raises(RPCError, match="already completed"):  # a finished run takes no decisions

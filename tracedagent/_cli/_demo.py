@@ -15,6 +15,8 @@ import contextvars
 import copy
 import dataclasses
 import functools
+import os
+import secrets
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, as_completed, wait
 from typing import Any, Callable, Iterable
@@ -24,6 +26,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .._agent._loop import Agent
+from .._core import _names as N
 from .._traces._otlp_json import OtlpJsonWriter, decode, encode
 from ._render import StopTally
 from .._traces._trace import Trace
@@ -36,6 +39,10 @@ __all__ = ["Scenario", "SCENARIOS", "build_agent", "run_scenario", "run_plan", "
 
 
 # --- building and running ------------------------------------------------------------
+
+_DEMO_KEY = secrets.token_urlsafe(32)
+"""What the demo's agents sign their checkpoints with when ``TRACEDAGENT_CHECKPOINT_KEY`` is not
+set: a key of this process's own, as an application has one (the demo resumes the checkpoint's text)."""
 
 MIN_DEADLINE_PACE = 0.1
 """The slowest a scenario with a time budget is sped up to: flat out (pace 0) its deadline
@@ -66,6 +73,7 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
               for sub in scenario.sub_agents]
     return Agent(model, Registry(tools, policy=scenario.policy), budget=budget, system_prompt=SYSTEM_PROMPT,
                  name=scenario.name, description=scenario.story, tracer_provider=tracer_provider,
+                 checkpoint_key=None if os.environ.get(N.ENV_CHECKPOINT_KEY) else _DEMO_KEY,
                  meter_provider=meter_provider,
                  capture_content=capture_content)
 

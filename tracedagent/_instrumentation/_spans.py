@@ -52,15 +52,12 @@ class Resumed:
         self.denied = denied
 
     def attributes(self) -> dict[str, Any]:
-        # The checkpoint's values come from outside (``Checkpoint.from_dict`` checks their shape):
-        # bounded here too, like every name a span takes from outside.
-        cp = self.checkpoint
-        attributes: dict[str, Any] = {N.RESUMED_CHECKPOINT_ID: bounded(cp.id),
-                                      N.APPROVAL_APPROVED: [bounded(n) for n in self.approved[:N.MAX_LIST_ITEMS]],
-                                      N.APPROVAL_DENIED: [bounded(n) for n in self.denied[:N.MAX_LIST_ITEMS]]}
-        edited = getattr(cp, "edited", None)
-        if edited:
-            attributes[N.APPROVAL_EDITED] = [bounded(n) for n in edited[:N.MAX_LIST_ITEMS]]
+        # Values from a checkpoint (``from_dict`` checks their shape) are bounded here too.
+        cp, names = self.checkpoint, lambda found: [bounded(n) for n in found[:N.MAX_LIST_ITEMS]]
+        attributes: dict[str, Any] = {N.RESUMED_CHECKPOINT_ID: bounded(cp.id), N.APPROVAL_APPROVED: names(self.approved),
+                                      N.APPROVAL_DENIED: names(self.denied)}
+        if edited := getattr(cp, "edited", None):  # approved with the person's corrected arguments
+            attributes[N.APPROVAL_EDITED] = names(edited)
         if cp.trace_id:
             attributes[N.RESUMED_FROM] = bounded(cp.trace_id)
         return attributes
