@@ -96,7 +96,8 @@ def _expires(d):
 @pytest.mark.parametrize("change", [_arguments, _tool, _injected, _budget, _spent, _conversation, _id, _expires],
                          ids=lambda f: f.__name__.strip("_"))
 @pytest.mark.parametrize("entry", ["resume-text", "loads-then-resume", "loads-with-key"])
-def test_a_signed_checkpoint_changed_in_the_store_is_tampered_and_nothing_runs(change, entry):
+def test_a_signed_checkpoint_changed_in_the_store_is_tampered_and_nothing_runs(change, entry, monkeypatch):
+    monkeypatch.delenv("TRACEDAGENT_CHECKPOINT_KEY")  # only the agents' own keys
     data = json.loads(desk([PAUSING_TURN], checkpoint_key=KEY_A, checkpoint_max_age=3600).run("refund").checkpoint())
     change(data)
     text = json.dumps(data)
@@ -110,7 +111,7 @@ def test_a_signed_checkpoint_changed_in_the_store_is_tampered_and_nothing_runs(c
         elif entry == "loads-with-key":
             Checkpoint.loads(text, KEY_A)
         else:
-            agent.resume(Checkpoint.loads(text, KEY_B), decisions)  # read with no matching key: checked by resume
+            agent.resume(Checkpoint.loads(text), decisions)  # read without a key: checked by the resume
     assert isinstance(raised.value, CheckpointError) and "signed" in str(raised.value)
     nothing_ran(agent, ledger, rec, spans)
 
@@ -235,6 +236,20 @@ def test_an_approval_with_corrected_arguments_runs_with_them_and_says_so_on_the_
     with pytest.raises(BadDecisions):
         desk(["no"]).resume(paused.checkpoint(), {refund_call.id: Approve(digest=refund_call.digest, arguments=[1]),
                                                   close_call.id: False})
+
+
+def test_an_approval_crosses_a_durable_engine_as_data_and_is_checked_there_the_same_way():
+    from tracedagent._core._decisions import check_decisions, decisions_from_data, decisions_to_data
+    paused = desk([PAUSING_TURN]).run("refund").paused
+    refund_call, close_call = paused.pending
+    data = json.loads(json.dumps(decisions_to_data({refund_call.id: approve(refund_call), close_call.id: "no"})))
+    check_decisions(paused, decisions_from_data(data))
+    other = dataclasses.replace(refund_call, arguments={"order_id": "Z-9999", "amount": 999999.0})
+    with pytest.raises(DecisionMismatch):
+        check_decisions(paused, decisions_from_data(decisions_to_data({refund_call.id: approve(other),
+                                                                       close_call.id: "no"})))
+    with pytest.raises(BadDecisions):  # another shape from another client
+        check_decisions(paused, decisions_from_data({refund_call.id: {"approve": 1}, close_call.id: "no"}))
 
 
 # --- resume(budget=...): lower, never higher ----------------------------------------------------------
