@@ -11,6 +11,9 @@ Owns what a run *is* and every decision taken on it, with no telemetry and no I/
 * ``_tools`` / ``_schemas`` - ``Tool``, ``Registry``, ``Policy``, argument schemas from type hints.
 * ``_names`` - every attribute, metric, event and environment-variable name, in one place.
 * ``_secrets`` - the ``Redactor`` that blanks credential shapes in captured text.
+* ``_pausing`` / ``_checkpoint`` (``_checkpoint_errors``) / ``_decisions`` / ``_signing`` - a run
+  that waits for a person: the pause, the checkpoint as signed JSON, the decisions on it.
+* ``_messages`` - ``check_messages``, the one shape check of a conversation from outside.
 
 May import: the standard library only. Everything else in the package may import it.
 """

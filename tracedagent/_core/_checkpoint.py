@@ -67,6 +67,7 @@ separator, so a model-chosen id can never equal a nested one."""
 _ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _HEX = {"trace_id": re.compile(r"[0-9a-f]{32}"), "span_id": re.compile(r"[0-9a-f]{16}")}
 
+
 @dataclass(frozen=True, kw_only=True)
 class PendingCall:
     """A call that waits for a person's decision."""
