@@ -99,9 +99,9 @@ def check_reasons(decisions: Any) -> None:
 def settle(checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> tuple[Checkpoint, dict[str, Decision]]:
     """Checked decisions as the resumed run acts on them: a call whose id another waiting call
     shares is denied (``SHARED_ID``) - one decision never runs two calls; this run's own
-    ``Approve``s become ``True``, their corrected arguments written into the returned checkpoint's
-    waiting calls (``edited`` on it names their tools); a sub-agent's stay ``Approve``s, for its
-    own resume to check and settle."""
+    ``Approve``s become ``True``, their corrected arguments written into the returned
+    checkpoint's waiting calls (its ``_edited`` names their tools, for the run span); a
+    sub-agent's stay ``Approve``s, for its own resume to check and settle."""
     times = Counter(c.id for c in checkpoint.calls())
     settled: dict[str, Decision] = {k: SHARED_ID if times[k] > 1 else v for k, v in decisions.items()}
     edits: dict[str, dict[str, Any]] = {}
@@ -114,7 +114,7 @@ def settle(checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> tuple[C
     if edits:
         pending = tuple(dataclasses.replace(c, arguments=edits.get(c.id, c.arguments)) for c in checkpoint.pending)
         checkpoint = dataclasses.replace(checkpoint, pending=pending)
-        object.__setattr__(checkpoint, "edited", [c.name for c in pending if c.id in edits])
+        object.__setattr__(checkpoint, "_edited", [c.name for c in pending if c.id in edits])
     return checkpoint, settled
 
 

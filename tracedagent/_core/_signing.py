@@ -162,9 +162,11 @@ class Origin:
 
 
 def sign_with(cp: Any, keys: Keyring | None, max_age: float | None) -> Any:
-    """Mark a checkpoint made in this process with the keys ``dumps`` signs it with (``None``:
-    unsigned) and its maximum age in seconds (its signed ``expires``: ``paused_at`` + ``max_age``)."""
-    object.__setattr__(cp, "_signing", (keys, max_age))
+    """Mark a checkpoint made in this process with the keys ``dumps`` signs it with and its
+    maximum age in seconds (its signed ``expires``: ``paused_at`` + ``max_age``). Without keys
+    (a driver that sets none) ``dumps`` signs with ``TRACEDAGENT_CHECKPOINT_KEY``, if set."""
+    if keys is not None:
+        object.__setattr__(cp, "_signing", (keys, max_age))
     return cp
 
 

@@ -56,7 +56,7 @@ class Resumed:
         cp, names = self.checkpoint, lambda found: [bounded(n) for n in found[:N.MAX_LIST_ITEMS]]
         attributes: dict[str, Any] = {N.RESUMED_CHECKPOINT_ID: bounded(cp.id), N.APPROVAL_APPROVED: names(self.approved),
                                       N.APPROVAL_DENIED: names(self.denied)}
-        if edited := getattr(cp, "edited", None):  # approved with the person's corrected arguments
+        if edited := getattr(cp, "_edited", None):  # approved with the person's corrected arguments
             attributes[N.APPROVAL_EDITED] = names(edited)
         if cp.trace_id:
             attributes[N.RESUMED_FROM] = bounded(cp.trace_id)
