@@ -339,6 +339,19 @@ def test_a_sub_agent_call_whose_id_holds_the_separator_is_escaped_in_its_nested_
     assert len(ledger.ran) == 1
 
 
+def test_a_sub_agents_waiting_call_is_covered_by_its_teams_signature_and_approved_by_its_digest():
+    ledger = Ledger()
+    top = Completion(tool_calls=[ToolCall("t0", "clerk", {"task": "refund A1"})])
+    paused = team(ledger, [turn(("refund", {"order_id": "A1", "amount": 900.0}))], [top]).run("help")
+    [call] = paused.pending
+    data = json.loads(paused.checkpoint())
+    data["sub_agents"][0]["checkpoint"]["pending"][0]["arguments"]["amount"] = 9000.0
+    with pytest.raises(TamperedCheckpoint):
+        team(ledger, ["no"], ["no"]).resume(json.dumps(data), {call.id: approve(call)})
+    run = team(ledger, ["refunded"], ["done"]).resume(paused.checkpoint(), {call.id: approve(call)})
+    assert run.ok and ledger.ran == [("refund", {"order_id": "A1", "amount": 900.0})]
+
+
 def test_a_waiting_call_id_with_the_separator_in_a_checkpoint_is_malformed():
     data = json.loads(desk([PAUSING_TURN]).run("refund").checkpoint())
     data["pending"][0]["id"] = "x/c1"
