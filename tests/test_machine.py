@@ -199,7 +199,8 @@ def test_a_cancelled_runs_cancellation_is_raised_again():
         except asyncio.CancelledError as exc:
             with pytest.raises(asyncio.CancelledError):
                 m.model_failed(exc)
-        asyncio.current_task().uncancel()
+        if hasattr(asyncio.Task, "uncancel"):  # 3.11+: the task counts the request; 3.10 does not
+            asyncio.current_task().uncancel()
         return m
 
     m = asyncio.run(main())

@@ -27,7 +27,7 @@ from ._stream import AgentStream, AsyncAgentStream
 from . import _resume
 from .._core._tools import Registry, Tool
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
-from .._instrumentation._spans import RunScope
+from .._instrumentation._observer import RunScope
 from .._instrumentation._telemetry import AgentTelemetry
 from . import _acalls
 from ._team import agent_tool

@@ -35,7 +35,8 @@ from .._core._records import ToolCall, ToolOutcome, ToolResult
 from .._core._run import Run, RunState, current_run
 from .._core._tools import Approved, Registry
 from .._instrumentation._instrumented import InstrumentedRegistry
-from .._instrumentation._spans import Resumed, RunScope, failure_kind
+from .._instrumentation._observer import Resumed, RunScope
+from .._instrumentation._spans import failure_kind
 from .._instrumentation._telemetry import AgentTelemetry, bounded, guard
 from . import _acalls
 from ._team import SubAgentTool, resuming_tool
