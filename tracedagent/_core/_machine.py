@@ -22,8 +22,9 @@ import asyncio
 from typing import Any, Mapping, Protocol, Sequence
 
 from ._budget import Stop
-from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, Decision, PendingCall, SubAgentPause
-from ._deadline import DeadlineExceeded
+from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, SubAgentPause, escape_id
+from ._decisions import Decision
+from ._deadline import Deadline, DeadlineExceeded
 from ._records import Completion, ToolCall, ToolOutcome, ToolResult, being_cancelled
 from ._request import ModelRequest, ModelSettings
 from ._run import Run, RunState, Step, current_run
@@ -214,6 +215,12 @@ class RunMachine:
         answer for every driver."""
         return self.state.may_start(call)
 
+    @property
+    def deadline(self) -> Deadline | None:
+        """When the run's time runs out, if it has a time budget: an async driver's calls are
+        cut off there."""
+        return self.state.deadline
+
     ends_turn = staticmethod(RunState.ends_turn)
     cut_off = staticmethod(RunState.cut_off)
 
@@ -294,5 +301,5 @@ def denied(call: ToolCall, decision: Decision) -> ToolResult:
 
 def sub_decisions(sub: SubAgentPause, decisions: Mapping[str, Decision]) -> dict[str, Decision]:
     """A paused sub-agent's share of the decisions: those of ids under its call's, unprefixed."""
-    prefix = sub.call_id + NESTED_ID_SEPARATOR
+    prefix = escape_id(sub.call_id) + NESTED_ID_SEPARATOR
     return {key[len(prefix):]: value for key, value in decisions.items() if key.startswith(prefix)}
