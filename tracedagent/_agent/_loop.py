@@ -239,9 +239,10 @@ class Agent:
         while True:
             if action.__class__ is CallModel:
                 request = action.request
+                settings = request.settings
                 try:
-                    completion = model.complete(request.messages, request.tools, request.settings.max_output_tokens,
-                                                request.settings.temperature, timeout=request.timeout)
+                    completion = model.complete(request.messages, request.tools, settings.max_output_tokens,
+                                                settings.temperature, timeout=request.timeout)
                 except (Exception, asyncio.CancelledError) as exc:  # no task to cancel here: the model's own
                     action = machine.model_failed(exc)
                     continue

@@ -125,8 +125,8 @@ class RunMachine:
     inside it (a run started by a tool is its sub-run), and an exception out of it is told to
     the observer with what the run had used."""
 
-    __slots__ = ("state", "registry", "observer", "run", "_settings", "_tools", "_request", "_next", "_step",
-                 "_calling", "_token")
+    __slots__ = ("state", "registry", "observer", "run", "may_start", "_settings", "_tools", "_request", "_next",
+                 "_last", "_step", "_calling", "_token")
 
     def __init__(self, state: RunState, registry: Registry, observer: Observer, *,
                  settings: ModelSettings = ModelSettings()) -> None:
@@ -138,9 +138,14 @@ class RunMachine:
         self._settings = settings
         self._tools = registry.schemas() or None  # no tools: None, not []
         self._request: ModelRequest | None = None
-        """The request without a timeout, made once: the conversation is the run's own list."""
+        """The request of a run without a time budget, made once."""
+        self.may_start = state.may_start
+        """Whether the turn's next call is dispatched, asked before each (``RunState.may_start``:
+        not once the run's time is up): the same answer for every driver."""
         self._next = 0
         """The index of the next model turn."""
+        self._last = state.budget.max_steps
+        """The step ceiling: ``range(max_steps)`` is the loop's structure."""
         self._step: Step | None = None
         self._calling = False
         """Whether a model call was asked for and nothing fed back yet (it counts as a step)."""
@@ -210,11 +215,6 @@ class RunMachine:
         self._calling = False
         return self._finish(self.state.model_failed(error))
 
-    def may_start(self, call: ToolCall) -> bool:
-        """Whether the turn's next call is dispatched (not once the run's time is up), the same
-        answer for every driver."""
-        return self.state.may_start(call)
-
     @property
     def deadline(self) -> Deadline | None:
         """When the run's time runs out, if it has a time budget: an async driver's calls are
@@ -252,25 +252,19 @@ class RunMachine:
     def _turn(self) -> CallModel | Finish:
         """The next model turn, unless the step budget is spent or a ceiling is reached first."""
         state, i = self.state, self._next
-        if i >= state.budget.max_steps:  # the ceiling is the loop's structure, not a condition
+        if i >= self._last:  # the ceiling is the loop's structure, not a condition
             return self._finish(state.finish(Stop.STEP_BUDGET))
         if stopped := state.before_call():  # time, and anything left to spend
             return self._finish(stopped)
         self._next = i + 1
         self.observer.step_started(i)
         self._calling = True
-        return CallModel(self._model_request(), i)
-
-    def _model_request(self) -> ModelRequest:
-        state = self.state
-        if state.deadline is not None:
-            return ModelRequest(messages=state.messages, tools=self._tools, settings=self._settings,
-                                timeout=state.deadline.left())
-        request = self._request
-        if request is None:
-            request = self._request = ModelRequest(messages=state.messages, tools=self._tools,
-                                                   settings=self._settings)
-        return request
+        if state.deadline is not None:  # the time left is the call's timeout
+            return CallModel(ModelRequest(messages=state.messages, tools=self._tools, settings=self._settings,
+                                          timeout=state.deadline.left()), i)
+        if self._request is None:  # the conversation is the run's own list: one request serves every call
+            self._request = ModelRequest(messages=state.messages, tools=self._tools, settings=self._settings)
+        return CallModel(self._request, i)
 
     def _finish(self, run: Run) -> Finish:
         """Every stop: the observer ends the spans, a sub-agent's run is kept by its caller's."""

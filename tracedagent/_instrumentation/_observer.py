@@ -18,7 +18,7 @@ from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint
 from .._core._records import Message
-from .._core._run import Run, Step
+from .._core._run import Run, Step, ToolNames
 from ._spans import StepScope, _Scope, failure_kind
 from ._status import answer_message
 from ._telemetry import AgentTelemetry, bounded, guard, tool_list_attributes
@@ -65,7 +65,7 @@ class RunScope(_Scope):
     Its tool lists are its steps' lists joined (``Run.tool_names``), so that the run span says
     exactly what its step spans say."""
 
-    __slots__ = ("_t", "_step", "_priced")
+    __slots__ = ("_t", "_step", "_priced", "_ended")
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
@@ -95,6 +95,9 @@ class RunScope(_Scope):
         _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes, links)
         self._t = telemetry
         self._step: StepScope | None = None
+        self._ended: list[tuple[Step, ToolNames]] = []
+        """Each step whose span ended with its tool lists, and those lists (final by then: a
+        step is not changed once its span has ended), so the run's are joined, not recomputed."""
         self._priced = budget.priced
         """Without prices a cost is unknown, not zero: it is left off the span and the metric."""
 
@@ -130,6 +133,7 @@ class RunScope(_Scope):
         lists = None
         if step is not None and self.recording:
             lists = step.tool_names()
+            self._ended.append((step, lists))
         self._step.end(step, lists, stop)
         self._step = None
 
@@ -141,8 +145,7 @@ class RunScope(_Scope):
             self._end_step(None if call_failed else run.steps[-1], run.stop)
         with guard(self.doing):
             if self.recording:
-                self.span.set_attribute(N.STOP_REASON, run.stop.value)
-                self._set_used(run)
+                self._set_used(run, {N.STOP_REASON: run.stop.value})
                 if self._t.capture is not None:  # the answer, where the run's GenAI tab shows it
                     self.span.set_attributes(self._t.capture.answer(answer_message(run)))
                 if run.paused is not None:
@@ -158,20 +161,32 @@ class RunScope(_Scope):
             self.fail(run.stop.value, run.output)
         self._record_metrics(run)
 
-    def _set_used(self, run: Run) -> None:
-        """What the run used: steps, tokens, cost, and its tool lists. gen_ai.usage.* are this
-        agent's own model calls; the totals add its sub-agents', so that summing usage over a
-        trace's spans counts every call once."""
+    def _set_used(self, run: Run, attributes: dict[str, Any] | None = None) -> None:
+        """What the run used (with ``attributes``): steps, tokens, cost, and its tool lists.
+        gen_ai.usage.* are this agent's own model calls; the totals add its sub-agents', so that
+        summing usage over a trace's spans counts every call once."""
         self.span.set_attributes({
-            N.STEPS: run.step_count,
+            **(attributes or {}), N.STEPS: run.step_count,
             N.GEN_AI_USAGE_INPUT_TOKENS: run.own_input_tokens, N.GEN_AI_USAGE_OUTPUT_TOKENS: run.own_output_tokens,
             N.USAGE_TOTAL_INPUT_TOKENS: run.input_tokens, N.USAGE_TOTAL_OUTPUT_TOKENS: run.output_tokens,
             **({N.COST_USD: run.own_cost, N.TOTAL_COST_USD: run.cost} if self._priced else {}),
-            **tool_list_attributes(*run.tool_names())})
+            **tool_list_attributes(*self._tool_names(run))})
         if cache_read := run.own_cache_read_input_tokens:  # as on the chat spans: when non-zero
             self.span.set_attribute(N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, cache_read)
         if cache_creation := run.own_cache_creation_input_tokens:
             self.span.set_attribute(N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS, cache_creation)
+
+    def _tool_names(self, run: Run) -> ToolNames:
+        """``run.tool_names()``: its steps' lists as their spans ended, joined, unless a step
+        of the run did not end here (a cancelled run's step in flight), when they are read afresh."""
+        ended, steps = self._ended, run.steps
+        if len(ended) != len(steps) or any(step is not pair[0] for step, pair in zip(steps, ended)):
+            return run.tool_names()
+        names = ToolNames([], [], [], [], [])
+        for _, lists in ended:
+            for run_list, step_list in zip(names, lists):
+                run_list += step_list
+        return names
 
     def fail(self, kind: str, description: str | None = None, used: Run | None = None) -> None:
         """The run raised instead of returning: its open step and the run span end failed,
