@@ -274,6 +274,68 @@ def test_a_finished_run_is_not_failed_by_an_exception_after_it():
     assert [e[0] for e in m.observer.events] == ["start", "run"]
 
 
+def test_a_driver_that_tells_of_the_turn_and_the_step_end_feeds_them_back_in_halves():
+    """A stream tells its consumer of a turn's calls before the run decides on them, and of a
+    step's end before the next step starts: ``record`` / ``decide`` and ``step_done`` /
+    ``next_turn`` are ``model_returned`` and ``tools_done`` with that moment in between."""
+    m = machine(Budget(max_steps=2))
+    m.start()
+    c = call("a")
+    step = m.record(turn(c, tokens=(4, 1)))
+    assert step.index == 0 and step.tool_results == [] and m.state.input_tokens == 4
+    assert m.observer.events == [("start", 0)] and m.used().step_count == 1  # kept, nothing decided
+    dispatch = m.decide(step)
+    assert isinstance(dispatch, Dispatch) and dispatch.step is step and dispatch.calls == [c]
+    assert m.step_done([ok(c)]) is None and step.tool_results == [ok(c)]
+    assert m.observer.events == [("start", 0), ("end", 0)]  # the step ended, the next not begun
+    second = m.next_turn()
+    assert isinstance(second, CallModel) and second.step == 1
+    m.decide(m.record(turn(c)))
+    assert m.step_done([ok(c)]) is None
+    finished = m.next_turn()  # the step budget is the loop's structure: asked before a turn
+    assert isinstance(finished, Finish) and finished.run.stop is Stop.STEP_BUDGET
+    assert m.observer.events[-3:] == [("start", 1), ("end", 1), ("run", Stop.STEP_BUDGET)]
+    fatal = machine()
+    fatal.start()
+    fatal.decide(fatal.record(turn(c)))
+    stopped = fatal.step_done([ToolResult(c.id, c.name, "boom", ToolOutcome.FATAL)])  # no next turn to ask for
+    assert isinstance(stopped, Finish) and stopped.run.stop is Stop.TOOL_FATAL
+    assert fatal.observer.events == [("start", 0), ("run", Stop.TOOL_FATAL)]
+    repeated = machine(Budget(repeat_limit=1))
+    repeated.start()
+    repeated.decide(repeated.record(turn(c)))
+    repeated.step_done([ok(c)])
+    repeated.next_turn()
+    assert repeated.decide(repeated.record(turn(c))).run.stop is Stop.REPEATED_CALL
+
+
+def test_what_a_broken_stream_delivered_is_kept_as_the_failed_steps_turn():
+    m = machine()
+    m.start()
+    error = ConnectionError("dropped")
+    run = m.model_failed(error, turn(text="Hello", tokens=(3, 1))).run
+    assert run.stop is Stop.MODEL_ERROR and run.error is error and run.input_tokens == 3
+    assert run.step_count == len(run.steps) == 1 and run.steps[0].completion.text == "Hello"
+    m = machine(Budget(max_seconds=5))
+    m.start()
+    run = m.model_failed(DeadlineExceeded(), turn(text="Hel")).run  # cut off mid-stream
+    assert run.stop is Stop.TIME_BUDGET and run.error is None and run.steps[0].completion.text == "Hel"
+
+
+def test_a_pump_closed_from_another_context_leaves_that_context_alone():
+    """asyncio's shutdown of async generators closes a stream left open from its own context:
+    the run's ``current_run`` went with the run's context, and the one there is not touched."""
+    import contextvars
+
+    m = machine()
+    ran = contextvars.copy_context()
+    ran.run(m.__enter__)
+    ran.run(m.start)
+    assert ran.run(current_run.get) is m.state and current_run.get() is None
+    m.__exit__(GeneratorExit, GeneratorExit(), None)  # here, not in ``ran``
+    assert current_run.get() is None and m.observer.events[-1][:2] == ("failed", "GeneratorExit")
+
+
 def paused_run():
     """A run whose turn calls ``refund`` (waits for a person) and ``echo`` (dispatched)."""
     m = machine(Budget(max_steps=5))

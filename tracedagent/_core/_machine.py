@@ -5,6 +5,8 @@ the I/O): ``RunMachine`` hands its driver the next thing to do - call the model 
 request (``CallModel``), dispatch these calls (``Dispatch``; ``Decided`` for a resumed run's
 decided calls), or stop (``Finish``) - and the driver feeds back what happened
 (``model_returned``, ``model_failed``, ``tools_done``), which returns the next thing to do.
+A driver that tells of what happens in between (a stream's events) feeds the two back in
+halves: ``record`` then ``decide``, ``step_done`` then ``next_turn``.
 A driver is then a pump: a short loop that performs the machine's requests, its own way
 (``run`` in this thread, ``arun`` awaiting under the run's deadline, a workflow engine as
 activities). Every decision - when the run stops and why, which calls wait for a person, what
@@ -156,7 +158,8 @@ class RunMachine:
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
-        current_run.reset(self._token)
+        if current_run.get() is self.state:  # else a pump closed from another context (asyncio's
+            current_run.reset(self._token)   # shutdown of an async generator left open): the run's went with it
         if exc is not None and self.run is None:
             self.observer.run_failed(exc, self.used())
 
@@ -186,14 +189,22 @@ class RunMachine:
                 calls.append(DecidedCall(call, denied=denied(call, decisions[waited.id])))
         return Decided(step, calls)
 
-    def model_returned(self, completion: Completion) -> CallModel | Dispatch | Finish:
+    def model_returned(self, completion: Completion) -> Dispatch | Finish:
         """The model answered the step's call: the turn is recorded and checked."""
+        return self.decide(self.record(completion))
+
+    def record(self, completion: Completion) -> Step:
+        """``model_returned``'s first half: the turn kept, nothing decided on it yet. A driver
+        that tells of the turn before the run decides on it (a stream's ``tool_call`` events)
+        calls this, then ``decide``."""
         self._calling = False
-        state = self.state
-        step = state.record(self._next - 1, completion)
+        return self.state.record(self._next - 1, completion)
+
+    def decide(self, step: Step) -> Dispatch | Finish:
+        """``model_returned``'s second half: the answer, the turn's checks, the calls that wait."""
         if (answered := self.answer(step)) is not None:
             return self._finish(answered)
-        calls = completion.tool_calls
+        state, calls = self.state, step.completion.tool_calls
         if stopped := state.check_turn(calls):
             return self._finish(stopped)
         state.hold(step, self.registry.waiting(calls))  # calls a person must decide on
@@ -201,19 +212,21 @@ class RunMachine:
         self._step = step
         return Dispatch(step, [c for n, c in enumerate(calls) if n not in held] if held else calls, held)
 
-    def model_failed(self, error: BaseException) -> Finish:
+    def model_failed(self, error: BaseException, received: Completion | None = None) -> Finish:
         """The model call raised ``error``. Cut off at the run's deadline (``DeadlineExceeded``),
         the run is out of time; a ``CancelledError`` of a run whose task is being cancelled is
         the run's own cancellation, re-raised as Python code expects; anything else (the
         model's own ``CancelledError`` too) is the model's failure, or out of time if the time
-        budget ran out meanwhile (the adapter was given what was left as its timeout)."""
+        budget ran out meanwhile (the adapter was given what was left as its timeout).
+        ``received`` is what a streamed call had delivered before it broke or was cut: kept as
+        the step's turn."""
         if isinstance(error, DeadlineExceeded):
             self._calling = False
-            return self._finish(self.state.model_failed(None))
+            return self._finish(self.state.model_failed(None, received))
         if isinstance(error, asyncio.CancelledError) and being_cancelled():
             raise error
         self._calling = False
-        return self._finish(self.state.model_failed(error))
+        return self._finish(self.state.model_failed(error, received))
 
     @property
     def deadline(self) -> Deadline | None:
@@ -227,12 +240,22 @@ class RunMachine:
     def tools_done(self, results: Sequence[ToolResult]) -> CallModel | Finish:
         """The step's dispatched calls' results, in call order (those not dispatched left out):
         kept on the step and shown to the model, then the checks that end a turn."""
+        return self.step_done(results) or self._turn()
+
+    def step_done(self, results: Sequence[ToolResult]) -> Finish | None:
+        """``tools_done``'s first half: ``None`` if the step ended and the run goes on. A driver
+        that tells of a step's end before the next one begins (a stream's ``step_end`` event)
+        calls this, then ``next_turn``."""
         state, step = self.state, self._step
         assert step is not None, "tools_done without a Dispatch"
         if (stopped := state.append(step, *results)) or (stopped := state.over_budget()) \
                 or (stopped := state.pause(step)):
             return self._finish(stopped)
         self.observer.step_ended(step)
+        return None
+
+    def next_turn(self) -> CallModel | Finish:
+        """``tools_done``'s second half: the next model turn, or the stop that comes first."""
         return self._turn()
 
     def used(self) -> Run:
