@@ -538,3 +538,57 @@ async def test_astream_over_a_synchronous_stream_cancelled_mid_read_propagates_a
     assert stream.run.stop is Stop.CANCELLED and stream.run.error is None
     assert closed == [True], "the close waited for the read in its thread, then closed the generator"
     assert spans.started == spans.ended == 3
+
+
+# --- the streams as pumps of the run machine: events between its halves --------------------------
+
+async def leave_at(agent: Agent, driver: str, leave: Any) -> Any:
+    """Read ``agent``'s stream until ``leave(event)``, then leave: the stream's ``run``."""
+    if driver == "stream":
+        with agent.stream("go") as stream:
+            for event in stream:
+                if leave(event):
+                    break
+        return stream.run
+    async with agent.astream("go") as astream:
+        async for event in astream:
+            if leave(event):
+                break
+    return astream.run
+
+
+@pytest.mark.parametrize("driver", ["stream", "astream"])
+async def test_a_consumer_that_leaves_at_a_step_end_cancels_the_run_before_the_next_step_starts(rec, spans, driver):
+    """``step_end`` comes between the step's end and the next one's start (``step_done`` then
+    ``next_turn``): no step span was started for a turn nobody asked for, and the cancelled run
+    span says what the run used (steps, tokens, tools), as ``stream.run`` does."""
+    turns = [Completion(text="Looking.", tool_calls=[ToolCall("c1", "search_help", {"q": "refund"})],
+                        usage=Usage(input_tokens=11, output_tokens=4)), "Refunds take five days."]
+    agent = Agent(FakeModel(turns, chunk_size=3), [search_help], name="support", **rec.providers)
+    run = await leave_at(agent, driver, lambda event: event.type == "step_end")
+
+    assert run.stop is Stop.CANCELLED and run.step_count == len(run.steps) == 1
+    assert run.input_tokens == 11 and run.steps[0].tool_results[0].outcome.value == "ok"
+    assert spans.open == [] and [s.name for s in rec.spans()].count("step") == 1
+    attributes = rec.only_run().span.attributes
+    assert attributes[N.STOP_REASON] == "cancelled" and attributes[N.STEPS] == 1
+    assert attributes[N.GEN_AI_USAGE_INPUT_TOKENS] == 11 and attributes[N.GEN_AI_USAGE_OUTPUT_TOKENS] == 4
+    assert list(attributes[N.TOOLS_REQUESTED]) == list(attributes[N.TOOLS_EXECUTED]) == ["search_help"]
+    assert rec.metric("tracedagent.runs", stop_reason="cancelled") == 1
+
+
+@pytest.mark.parametrize("driver", ["stream", "astream"])
+async def test_a_turns_tool_calls_are_told_before_the_run_decides_on_them(rec, spans, driver):
+    """A consumer that leaves at the ``tool_call`` of a turn the repeat check would stop leaves
+    a cancelled run: the check (``decide``) comes after the events (``record``)."""
+    same = [tool_call("search_help", {"q": "refund"}) for _ in range(3)]
+    agent = Agent(FakeModel(same + ["never"]), [search_help], budget=Budget(repeat_limit=1), name="support",
+                  **rec.providers)
+    calls = []
+    run = await leave_at(agent, driver, lambda event: event.type == "tool_call" and calls.append(event) is None
+                         and len(calls) == 2)
+    assert run.stop is Stop.CANCELLED and run.step_count == 2
+    assert spans.open == [] and rec.only_run().span.attributes[N.STOP_REASON] == "cancelled"
+    assert [s.name for s in rec.spans()].count("execute_tool search_help") == 1
+    _, read_to_the_end = read(Agent(FakeModel(same + ["never"]), [search_help], budget=Budget(repeat_limit=1)))
+    assert read_to_the_end.stop is Stop.REPEATED_CALL

@@ -1,18 +1,23 @@
-"""Streaming drivers: ``Agent.stream`` and ``Agent.astream``, the loop with its events as they happen.
+"""Streaming drivers: ``Agent.stream`` and ``Agent.astream``, pumps of the run machine that
+tell of what happens as it happens.
 
-``_steps`` and ``_asteps`` are ``Agent._loop`` and ``Agent._aloop`` with the model called to
-stream (``StreamedModel``) and an event yielded at each point a consumer cares about; every
-decision is the same ``RunState`` method in the same order, and the scopes are the same, so
-a streamed run and a run of the same script make equal ``Run``s and span trees.
+``_drive`` and ``_adrive`` perform the ``RunMachine``'s requests (``_core/_machine.py``: the
+order of the run and every decision in it) as ``run`` and ``arun`` perform them, with the
+model called to stream (``StreamedModel``), and yield an event at each point a consumer cares
+about: the model's text as it comes, a turn's calls before the run decides on them, each
+result, each step's end and the run's. The machine's observer (the run span) opens and ends
+the run and step spans, as for every driver, so a streamed run and a run of the same script
+make equal ``Run``s and span trees.
 
-The run's code runs in a context of its own (a copy of the consumer's at ``stream()``), entered
-for each event: the run and step spans it makes current, and the run a sub-agent finds, are
-never the consumer's between events, and however the consumer leaves, the spans are ended in
-the context they were opened in. A stream the consumer stops reading - a ``with`` block left
-early, a ``break`` then the stream closed or garbage-collected - is closed at the event it
-stopped at: the model's stream is closed (an adapter's HTTP response with it), every open
-span ends ``cancelled``, the run is counted, and ``stream.run`` is a ``Run`` with
-``Stop.CANCELLED``.
+The rest is the stream's plumbing, apart from the run's order (``_Run``): the run's code runs
+in a context of its own (a copy of the consumer's at ``stream()``), entered for each event,
+so the run and step spans it makes current, and the run a sub-agent finds, are never the
+consumer's between events, and however the consumer leaves, the spans end in the context
+they were opened in. A stream the consumer stops reading - a ``with`` block left early, a
+``break`` then the stream closed or garbage-collected - is closed at the event it stopped at:
+the model's stream is closed (an adapter's HTTP response with it), every open span ends
+``cancelled``, the run is counted, and ``stream.run`` is a ``Run`` with ``Stop.CANCELLED``.
+Sub-agents' events come through the run's ``event_sink``.
 """
 
 from __future__ import annotations
@@ -24,12 +29,14 @@ import functools
 from typing import Any, AsyncIterator, Generator, Iterator, Protocol, Sequence
 
 from .._core import _names as N
-from .._core._budget import Budget, Stop
+from .._core._budget import Budget
 from .._core._events import RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, event_sink, text_delta
-from .._core._records import Message, ToolCall, ToolResult, being_cancelled
+from .._core._machine import CallModel, Dispatch, RunMachine
+from .._core._records import Message, ToolCall, ToolResult
+from .._core._request import ModelSettings
 from .._core._run import Run, RunState, current_run
+from .._core._tools import Registry
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
-from .._core._deadline import DeadlineExceeded
 from .._instrumentation._observer import RunScope
 from .._instrumentation._spans import failure_kind
 from .._instrumentation._streamed import StreamedModel, Turn
@@ -47,6 +54,7 @@ class _Agent(Protocol):
     """What a stream needs of its ``Agent`` (the drivers' shared parts)."""
 
     name: str
+    registry: Registry
     max_output_tokens: int | None
     temperature: float | None
     parallel_tool_calls: bool
@@ -58,9 +66,6 @@ class _Agent(Protocol):
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
                conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]: ...
 
-    @staticmethod
-    def _end(traced: RunScope, run: Run, parent: RunState | None) -> Run: ...
-
 
 def _streamed_model(agent: Any) -> StreamedModel:
     """The agent's model, called to stream (made once per agent)."""
@@ -71,59 +76,73 @@ def _streamed_model(agent: Any) -> StreamedModel:
 
 
 class _Run:
-    """One streamed run as its driver and its stream object share it: the run's own context and,
-    once the stream has ended, the ``Run``. The driver holds this, never the stream object, so
-    that a stream dropped unclosed is collected (and closed) at once."""
+    """One streamed run as its pump and its stream object share it: the run's own context, the
+    sub-agents' events on their way, and, once the stream has ended, the ``Run``. The pump
+    holds this, never the stream object, so that a stream dropped unclosed is collected (and
+    closed) at once. ``with`` it, the pump has the run's machine (see ``__enter__``)."""
 
-    __slots__ = ("agent", "arguments", "context", "run", "started", "ended", "announced", "pending", "queue")
+    __slots__ = ("agent", "arguments", "asynchronous", "context", "machine", "run", "started", "ended",
+                 "pending", "queue")
 
-    def __init__(self, agent: _Agent, arguments: tuple[Any, ...]) -> None:
+    def __init__(self, agent: _Agent, arguments: tuple[Any, ...], asynchronous: bool) -> None:
         self.agent = agent
         self.arguments = arguments
+        self.asynchronous = asynchronous
         self.context = contextvars.copy_context()
+        self.machine: RunMachine | None = None
         self.run: Run | None = None
         self.started = False
         self.ended = False
-        self.announced = -1
-        """The index of the last step a ``step_end`` was yielded for."""
         self.pending: list[StreamEvent] = []
         """Under ``stream``: sub-agents' events, yielded once their call has returned."""
         self.queue: asyncio.Queue[StreamEvent | None] | None = None
         """Under ``astream``: sub-agents' events, yielded as they come while their calls run."""
 
-    def open(self, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None, Any]:
-        """The run's scope and state, in the run's context (at the first event)."""
+    def __enter__(self) -> RunMachine:
+        """The run's machine, at the first event, in the run's context: its span started (and
+        named for this driver), its state current, and the sink its sub-agents' events go to."""
         self.started = True
-        traced, state, parent = self.agent._start(*self.arguments, asynchronous=asynchronous)
+        agent, asynchronous = self.agent, self.asynchronous
+        traced, state, _ = agent._start(*self.arguments, asynchronous=asynchronous)
         with guard("marking the driver"):
             if traced.recording:
                 traced.span.set_attribute(N.DRIVER, N.DRIVER_ASTREAM if asynchronous else N.DRIVER_STREAM)
         if asynchronous:
             self.queue = asyncio.Queue()
-        event_sink.set((state, self.pending.append if not asynchronous else self.queue.put_nowait))  # type: ignore[union-attr]
-        return traced, state, parent, current_run.set(state)
+        event_sink.set((state, self.queue.put_nowait if self.queue is not None else self.pending.append))
+        settings = ModelSettings(max_output_tokens=agent.max_output_tokens, temperature=agent.temperature)
+        self.machine = RunMachine(state, agent.registry, traced, settings=settings)
+        return self.machine.__enter__()
+
+    def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
+        """The run's context left: after its ``Finish``, or on an exception - closed by its
+        consumer (``GeneratorExit``), cancelled, interrupted, or a bug - which the machine tells
+        its observer (every open span ends, saying what the run used); a cancelled run is kept.
+        Closed from another context than the run's (asyncio's shutdown of async generators),
+        the spans end without restoring a span context, which went with the run's."""
+        machine = self.machine
+        assert machine is not None
+        if exc is None:
+            machine.__exit__(None, None, None)
+            return
+        self.ended = True
+        with contextlib.nullcontext() if current_run.get() is machine.state else ending_elsewhere():
+            machine.__exit__(kind, exc, traceback)
+        if machine.run is None and failure_kind(exc) == N.ERROR_CANCELLED:
+            self.run = machine.used()
 
     def forwards(self, calls: Sequence[ToolCall]) -> bool:
         """Whether a turn calls a sub-agent, whose events this stream passes on while it runs."""
         registry = self.agent._tools.wrapped
         return any(getattr(registry.get(call.name), "forwards_events", False) for call in calls)
 
-    def interrupted(self, traced: RunScope, state: RunState, exc: BaseException) -> None:
-        """The run ended without a ``Run`` of its own: closed by its consumer (``GeneratorExit``),
-        cancelled, interrupted, or a bug. Every open span ends; a cancelled run is kept."""
-        self.ended = True
-        kind = N.ERROR_CANCELLED if isinstance(exc, GeneratorExit) else failure_kind(exc)
-        traced.fail(kind)
-        if kind == N.ERROR_CANCELLED:
-            self.run = state.finish(Stop.CANCELLED)
-
-    def ending(self, traced: RunScope, run: Run, parent: RunState | None) -> Iterator[StreamEvent]:
-        """The run's spans end, then its last step's ``step_end`` (unless announced) and ``run_end``."""
-        self.agent._end(traced, run, parent)
+    def ending(self, run: Run, told: int) -> Iterator[StreamEvent]:
+        """The run finished, its spans ended: its last step's ``step_end`` (unless step ``told``
+        was its last), then ``run_end``."""
         self.ended = True
         self.run = run
         name = self.agent.name
-        if run.steps and run.steps[-1].index > self.announced:
+        if run.steps and run.steps[-1].index > told:
             yield StepEnd(agent=name, step=run.steps[-1])
         yield RunEnd(agent=name, run=run)
 
@@ -157,7 +176,7 @@ class AgentStream(_Stream):
 
     def __init__(self, agent: _Agent, task: str, history: Sequence[Message] | None, budget: Budget | None,
                  conversation_id: str | None) -> None:
-        self._h = _Run(agent, (task, history, budget, conversation_id))
+        self._h = _Run(agent, (task, history, budget, conversation_id), asynchronous=False)
         self._events = _drive(self._h)
         self._next = functools.partial(self._h.context.run, self._events.__next__)
 
@@ -185,66 +204,51 @@ class AgentStream(_Stream):
 
 
 def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
-    traced, state, parent, token = h.open(asynchronous=False)
-    try:
-        run = yield from _steps(h, state, traced)
-    except BaseException as exc:  # closed by the consumer, interrupted, or a bug
-        h.interrupted(traced, state, exc)
-        raise
-    finally:
-        current_run.reset(token)
-    yield from h.ending(traced, run, parent)
-
-
-def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent, None, Run]:
+    """``stream``'s pump: the machine's requests performed in the consumer's thread, between events."""
     agent = h.agent
-    name, model = agent.name, _streamed_model(agent)
-    tools = agent._tools.wrapped.schemas() or None  # no tools: None, not []
-    for i in state.step_indices():
-        if stopped := state.before_call():
-            return stopped
-        traced.start_step(i)
-        # 1. call the model with the whole conversation, its text passed on as it comes
-        turn = Turn()
-        texts = model.stream(turn, state.messages, tools, agent.max_output_tokens, agent.temperature,
-                             deadline=state.deadline)
-        try:
-            for text in texts:
-                yield text_delta(name, text)
-        except DeadlineExceeded:
-            return state.model_failed(None, turn.received())
-        except (Exception, asyncio.CancelledError) as exc:  # no task to cancel here: the model's own, as in run
-            return state.model_failed(exc, turn.received())
-        finally:
-            texts.close()
-        completion = turn.result
-        step = state.record(i, completion)
-        for call in completion.tool_calls:
-            yield ToolCallEvent(agent=name, call=call)
-        # 2. check: a turn without tool calls is the answer
-        if not completion.wants_tools:
-            return state.finish(Stop.ANSWERED)
-        if stopped := state.check_turn(completion.tool_calls):
-            return stopped
-        state.hold(step, agent.registry.waiting(completion.tool_calls))  # calls a person must decide on
-        # 3. dispatch each call through the registry, 4. append its result
-        for call in (c for n, c in enumerate(completion.tool_calls) if n not in step.waiting):
-            result = agent._tools.dispatch(call)
-            stopped = state.append(step, result)
-            if h.pending:  # a sub-agent's events, from its run inside this call
-                yield from h.pending
-                h.pending.clear()
-            yield ToolResultEvent(agent=name, result=result)
-            if stopped:
-                return stopped
-        if (stopped := state.over_budget()) or (stopped := state.pause(step)):
-            return stopped
-        traced.end_step(step)
-        h.announced = i
-        yield StepEnd(agent=name, step=step)
-        # 5. repeat, until an exit above or the end of range(max_steps)
-    # 6. stop: the ceiling is the loop's structure, not a condition
-    return state.finish(Stop.STEP_BUDGET)
+    name, model, tools, pending = agent.name, _streamed_model(agent), agent._tools, h.pending
+    told = -1  # the last step whose step_end was yielded
+    with h as machine:
+        deadline = machine.state.deadline
+        action = machine.start()
+        while True:
+            if action.__class__ is CallModel:  # the model's text, passed on as it comes
+                request, turn = action.request, Turn()
+                settings = request.settings
+                texts = model.stream(turn, request.messages, request.tools, settings.max_output_tokens,
+                                     settings.temperature, deadline=deadline)
+                try:
+                    for text in texts:
+                        yield text_delta(name, text)
+                except (Exception, asyncio.CancelledError) as exc:  # what it means, the machine decides
+                    action = machine.model_failed(exc, turn.received())
+                    continue
+                finally:
+                    texts.close()
+                step = machine.record(turn.result)
+                for call in step.completion.tool_calls:  # before the run decides on them
+                    yield ToolCallEvent(agent=name, call=call)
+                action = machine.decide(step)
+            elif action.__class__ is Dispatch:  # one call after another, as run dispatches them
+                results: list[ToolResult] = []
+                for call in action.calls:
+                    if not machine.may_start(call):
+                        break
+                    results.append(result := tools.dispatch(call))
+                    if pending:  # a sub-agent's events, from its run inside this call
+                        yield from pending
+                        pending.clear()
+                    yield ToolResultEvent(agent=name, result=result)
+                    if machine.ends_turn(result):
+                        break
+                if (then := machine.step_done(results)) is None:  # the step ended, the run goes on
+                    told = action.step.index
+                    yield StepEnd(agent=name, step=action.step)
+                    then = machine.next_turn()
+                action = then
+            else:  # Finish: the run's spans have ended
+                break
+    yield from h.ending(action.run, told)
 
 
 class AsyncAgentStream(_Stream):
@@ -256,7 +260,7 @@ class AsyncAgentStream(_Stream):
 
     def __init__(self, agent: _Agent, task: str, history: Sequence[Message] | None, budget: Budget | None,
                  conversation_id: str | None) -> None:
-        self._h = _Run(agent, (task, history, budget, conversation_id))
+        self._h = _Run(agent, (task, history, budget, conversation_id), asynchronous=True)
         self._events = _adrive(self._h)
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -294,85 +298,56 @@ async def _aclose(context: contextvars.Context, events: Any) -> None:
 
 
 async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
-    """``_steps`` as ``Agent._aloop`` runs it, in one async generator (each layer costs per chunk)."""
-    traced, state, parent, token = h.open(asynchronous=True)
+    """``astream``'s pump: the machine's requests awaited as ``arun`` awaits them (``_acalls``),
+    sub-agents' events passed on while their calls run. One async generator, the text yielded
+    straight from the model's: each layer would cost per chunk."""
     agent = h.agent
-    name, model = agent.name, _streamed_model(agent)
-    tools = agent._tools.wrapped.schemas() or None
-    texts: Any = None
-    forwarding: Any = None
-    try:
-        for i in state.step_indices():
-            if run := state.before_call():
-                break
-            traced.start_step(i)
-            # 1. call the model with the whole conversation, its text passed on as it comes
-            turn = Turn()
-            texts = model.astream(turn, state.messages, tools, agent.max_output_tokens, agent.temperature,
-                                  deadline=state.deadline)
-            try:
-                async for text in texts:
-                    yield text_delta(name, text)
-            except DeadlineExceeded:
-                run = state.model_failed(None, turn.received())
-                break
-            except asyncio.CancelledError as exc:
-                if being_cancelled():  # the run itself is cancelled: propagate, as Python code expects
-                    raise
-                run = state.model_failed(exc, turn.received())  # the model's own CancelledError
-                break
-            except Exception as exc:
-                run = state.model_failed(exc, turn.received())
-                break
-            completion = turn.result
-            step = state.record(i, completion)
-            for call in completion.tool_calls:
-                yield ToolCallEvent(agent=name, call=call)
-            # 2. check: a turn without tool calls is the answer
-            if not completion.wants_tools:
-                run = state.finish(Stop.ANSWERED)
-                break
-            if run := state.check_turn(completion.tool_calls):
-                break
-            state.hold(step, agent.registry.waiting(completion.tool_calls))  # calls a person must decide on
-            calls = [c for n, c in enumerate(completion.tool_calls) if n not in step.waiting]
-            # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
-            dispatched = _acalls.dispatch_turn(agent._tools, state, calls,
-                                               parallel=agent.parallel_tool_calls,
-                                               concurrency=agent.max_tool_concurrency)
-            if h.forwards(calls):  # sub-agents: their events as they come
-                results: list[ToolResult] = []
-                forwarding = _forwarding(dispatched, h.queue, results)  # type: ignore[arg-type]
-                async for event in forwarding:
-                    yield event
-            else:
-                results = await dispatched
-            run = state.append(step, *results)
-            for result in results:
-                yield ToolResultEvent(agent=name, result=result)
-            if run or (run := state.over_budget()) or (run := state.pause(step)):
-                break
-            traced.end_step(step)
-            h.announced = i
-            yield StepEnd(agent=name, step=step)
-            # 5. repeat, until an exit above or the end of range(max_steps)
-        else:
-            # 6. stop: the ceiling is the loop's structure, not a condition
-            run = state.finish(Stop.STEP_BUDGET)
-    except BaseException as exc:  # closed by the consumer, cancelled, interrupted, or a bug
-        # Closed from another context than the run's (asyncio's shutdown of async generators)?
-        with contextlib.nullcontext() if current_run.get() is state else ending_elsewhere():
-            try:
-                for inner in (texts, forwarding):  # the model's stream, or sub-agents' calls, if the consumer left then
-                    if inner is not None:
-                        await inner.aclose()
-            finally:  # a close that fails too must not keep the run's spans from ending
-                h.interrupted(traced, state, exc)
-        raise
-    finally:
-        if current_run.get() is state:  # else asyncio's shutdown of async generators closed it, from
-            current_run.reset(token)   # another context: the run's own is gone with it
-    for event in h.ending(traced, run, parent):
+    name, model, tools = agent.name, _streamed_model(agent), agent._tools
+    told, reading = -1, None  # the last step told of; what the pump reads events from
+    with h as machine:
+        state = machine.state
+        try:
+            action = machine.start()
+            while True:
+                if action.__class__ is CallModel:  # the model's text, passed on as it comes
+                    request, turn = action.request, Turn()
+                    settings = request.settings
+                    reading = texts = model.astream(turn, request.messages, request.tools, settings.max_output_tokens,
+                                                    settings.temperature, deadline=state.deadline)
+                    try:
+                        async for text in texts:
+                            yield text_delta(name, text)
+                    except (Exception, asyncio.CancelledError) as exc:  # what it means, the machine decides
+                        action = machine.model_failed(exc, turn.received())
+                        continue
+                    step = machine.record(turn.result)
+                    for call in step.completion.tool_calls:  # before the run decides on them
+                        yield ToolCallEvent(agent=name, call=call)
+                    action = machine.decide(step)
+                elif action.__class__ is Dispatch:  # concurrently unless the agent says otherwise
+                    dispatched = _acalls.dispatch_turn(tools, state, action.calls, parallel=agent.parallel_tool_calls,
+                                                       concurrency=agent.max_tool_concurrency)
+                    if h.forwards(action.calls):  # sub-agents: their events as they come
+                        results: list[ToolResult] = []
+                        reading = _forwarding(dispatched, h.queue, results)  # type: ignore[arg-type]
+                        async for event in reading:
+                            yield event
+                    else:
+                        results = await dispatched
+                    for result in results:
+                        yield ToolResultEvent(agent=name, result=result)
+                    if (then := machine.step_done(results)) is None:  # the step ended, the run goes on
+                        told = action.step.index
+                        yield StepEnd(agent=name, step=action.step)
+                        then = machine.next_turn()
+                    action = then
+                else:  # Finish: the run's spans have ended
+                    break
+        except BaseException:  # the consumer left, the task was cancelled: what was being read closes first
+            if reading is not None:
+                await reading.aclose()
+            raise
+    for event in h.ending(action.run, told):
         yield event
 
 

@@ -30,9 +30,11 @@ __all__ = ["StepScope", "ChatScope", "ToolScope", "failure_kind"]
 
 def failure_kind(exc: BaseException) -> str:
     """The ``error.type`` a span that ended on ``exc`` gets: ``cancelled`` for an interruption
-    (a cancelled task, ``KeyboardInterrupt``), ``timeout`` for the run's deadline, otherwise
-    the exception's class name."""
-    if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, asyncio.CancelledError) and being_cancelled()):
+    (a cancelled task, ``KeyboardInterrupt``, a generator closed by whoever read it: a stream's
+    consumer that stopped reading), ``timeout`` for the run's deadline, otherwise the
+    exception's class name."""
+    if isinstance(exc, (KeyboardInterrupt, GeneratorExit)) or (isinstance(exc, asyncio.CancelledError)
+                                                               and being_cancelled()):
         return N.ERROR_CANCELLED
     if isinstance(exc, DeadlineExceeded):
         return N.ERROR_TIMEOUT
