@@ -87,26 +87,25 @@ class InContext:
                     return stop.value
 
 
-async def dispatch_turn(tools: InstrumentedRegistry, state: RunMachine | RunState, calls: Sequence[ToolCall], *,
+async def dispatch_turn(tools: InstrumentedRegistry, machine: RunMachine, calls: Sequence[ToolCall], *,
                         parallel: bool, concurrency: int | None) -> list[ToolResult]:
     """A turn's calls, their results in the model's call order. Each call runs with a copy of
     this context (the step span current), so that what a tool sets in its context stays in its
     call: in parallel, in tasks of their own, whose spans are siblings that overlap; one after
     another (``parallel`` off, or a lone call), a result that ends the turn
     (``ends_turn``) keeps the rest from being dispatched. A call is started only if ``may_start``
-    says so: ``state`` is the run's machine (``arun``) or, for a driver not yet a pump of one
-    (``astream``), its ``RunState``, which the machine asks. A cancellation asked for while the calls ran takes effect
-    as the turn ends, even if a tool swallowed it."""
+    says so: the run's ``machine`` decides both. A cancellation asked for while the calls ran
+    takes effect as the turn ends, even if a tool swallowed it."""
     requests = cancel_requests()
     if parallel and len(calls) > 1:
-        results = await _concurrently(tools, state, calls, concurrency)
+        results = await _concurrently(tools, machine, calls, concurrency)
     else:
         results = []
         for call in calls:
-            if not state.may_start(call):
+            if not machine.may_start(call):
                 break
-            results.append(await InContext(contextvars.copy_context(), dispatch(tools, call, state.deadline)))
-            if state.ends_turn(results[-1]):
+            results.append(await InContext(contextvars.copy_context(), dispatch(tools, call, machine.deadline)))
+            if machine.ends_turn(results[-1]):
                 break
     if not _COUNTS_CANCELLATIONS:  # Python 3.10: deliver one asked for while nothing was awaited
         await asyncio.sleep(0)
@@ -114,15 +113,15 @@ async def dispatch_turn(tools: InstrumentedRegistry, state: RunMachine | RunStat
     return results
 
 
-async def _concurrently(tools: InstrumentedRegistry, state: RunMachine | RunState, calls: Sequence[ToolCall],
+async def _concurrently(tools: InstrumentedRegistry, machine: RunMachine, calls: Sequence[ToolCall],
                         concurrency: int | None) -> list[ToolResult]:
     limit = asyncio.Semaphore(concurrency) if concurrency else None
 
     async def one(call: ToolCall) -> ToolResult | None:
         if limit is None:
-            return await dispatch(tools, call, state.deadline) if state.may_start(call) else None
+            return await dispatch(tools, call, machine.deadline) if machine.may_start(call) else None
         async with limit:
-            return await dispatch(tools, call, state.deadline) if state.may_start(call) else None
+            return await dispatch(tools, call, machine.deadline) if machine.may_start(call) else None
 
     # gather runs each call in a task of its own, and when this task is cancelled it cancels
     # them and waits for them to end.

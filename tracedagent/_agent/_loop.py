@@ -225,14 +225,6 @@ class Agent:
         settings = ModelSettings(max_output_tokens=self.max_output_tokens, temperature=self.temperature)
         return RunMachine(state, self._registry, traced, settings=settings)
 
-    @staticmethod
-    def _end(traced: RunScope, run: Run, parent: RunState | None) -> Run:
-        """A streamed run's end (``_stream.py``; the machine's drivers' runs end in the machine)."""
-        traced.end(run)
-        if parent is not None:
-            parent.absorb(run)
-        return run
-
     def _pump(self, machine: RunMachine, action: Action) -> Run:
         """``run``: the machine's requests performed in this thread, one call after another."""
         model, tools = self._model, self._tools

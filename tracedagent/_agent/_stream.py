@@ -33,9 +33,7 @@ from .._core._budget import Budget
 from .._core._events import RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, event_sink, text_delta
 from .._core._machine import CallModel, Dispatch, RunMachine
 from .._core._records import Message, ToolCall, ToolResult
-from .._core._request import ModelSettings
 from .._core._run import Run, RunState, current_run
-from .._core._tools import Registry
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._instrumentation._observer import RunScope
 from .._instrumentation._spans import failure_kind
@@ -54,9 +52,6 @@ class _Agent(Protocol):
     """What a stream needs of its ``Agent`` (the drivers' shared parts)."""
 
     name: str
-    registry: Registry
-    max_output_tokens: int | None
-    temperature: float | None
     parallel_tool_calls: bool
     max_tool_concurrency: int | None
     _model: InstrumentedModel
@@ -65,6 +60,8 @@ class _Agent(Protocol):
 
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
                conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]: ...
+
+    def _driven(self, state: RunState, traced: RunScope) -> RunMachine: ...
 
 
 def _streamed_model(agent: Any) -> StreamedModel:
@@ -110,8 +107,7 @@ class _Run:
         if asynchronous:
             self.queue = asyncio.Queue()
         event_sink.set((state, self.queue.put_nowait if self.queue is not None else self.pending.append))
-        settings = ModelSettings(max_output_tokens=agent.max_output_tokens, temperature=agent.temperature)
-        self.machine = RunMachine(state, agent.registry, traced, settings=settings)
+        self.machine = agent._driven(state, traced)
         return self.machine.__enter__()
 
     def __exit__(self, kind: Any, exc: BaseException | None, traceback: Any) -> None:
@@ -209,7 +205,7 @@ def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
     name, model, tools, pending = agent.name, _streamed_model(agent), agent._tools, h.pending
     told = -1  # the last step whose step_end was yielded
     with h as machine:
-        deadline = machine.state.deadline
+        deadline = machine.deadline
         action = machine.start()
         while True:
             if action.__class__ is CallModel:  # the model's text, passed on as it comes
@@ -305,7 +301,6 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     name, model, tools = agent.name, _streamed_model(agent), agent._tools
     told, reading = -1, None  # the last step told of; what the pump reads events from
     with h as machine:
-        state = machine.state
         try:
             action = machine.start()
             while True:
@@ -313,7 +308,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
                     request, turn = action.request, Turn()
                     settings = request.settings
                     reading = texts = model.astream(turn, request.messages, request.tools, settings.max_output_tokens,
-                                                    settings.temperature, deadline=state.deadline)
+                                                    settings.temperature, deadline=machine.deadline)
                     try:
                         async for text in texts:
                             yield text_delta(name, text)
@@ -325,7 +320,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
                         yield ToolCallEvent(agent=name, call=call)
                     action = machine.decide(step)
                 elif action.__class__ is Dispatch:  # concurrently unless the agent says otherwise
-                    dispatched = _acalls.dispatch_turn(tools, state, action.calls, parallel=agent.parallel_tool_calls,
+                    dispatched = _acalls.dispatch_turn(tools, machine, action.calls, parallel=agent.parallel_tool_calls,
                                                        concurrency=agent.max_tool_concurrency)
                     if h.forwards(action.calls):  # sub-agents: their events as they come
                         results: list[ToolResult] = []
