@@ -26,7 +26,8 @@ import asyncio
 import contextlib
 import contextvars
 import functools
-from typing import Any, AsyncIterator, Generator, Iterator, Protocol, Sequence
+import itertools
+from typing import Any, AsyncIterator, Generator, Iterator, Protocol, Sequence, get_args
 
 from .._core import _names as N
 from .._core._budget import Budget
@@ -79,7 +80,7 @@ class _Run:
     closed) at once. ``with`` it, the pump has the run's machine (see ``__enter__``)."""
 
     __slots__ = ("agent", "arguments", "asynchronous", "context", "machine", "run", "started", "ended",
-                 "pending", "queue")
+                 "pending", "queue", "loop")
 
     def __init__(self, agent: _Agent, arguments: tuple[Any, ...], asynchronous: bool) -> None:
         self.agent = agent
@@ -94,6 +95,8 @@ class _Run:
         """Under ``stream``: sub-agents' events, yielded once their call has returned."""
         self.queue: asyncio.Queue[StreamEvent | None] | None = None
         """Under ``astream``: sub-agents' events, yielded as they come while their calls run."""
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """Under ``astream``: the loop it runs on (where a stream dropped unclosed is closed)."""
 
     def __enter__(self) -> RunMachine:
         """The run's machine, at the first event, in the run's context: its span started (and
@@ -105,7 +108,7 @@ class _Run:
             if traced.recording:
                 traced.span.set_attribute(N.DRIVER, N.DRIVER_ASTREAM if asynchronous else N.DRIVER_STREAM)
         if asynchronous:
-            self.queue = asyncio.Queue()
+            self.queue, self.loop = asyncio.Queue(), asyncio.get_running_loop()
         event_sink.set((state, self.queue.put_nowait if self.queue is not None else self.pending.append))
         self.machine = agent._driven(state, traced)
         return self.machine.__enter__()
@@ -183,9 +186,12 @@ class AgentStream(_Stream):
         self.close()
 
     def __iter__(self) -> Iterator[StreamEvent]:
-        # The stream itself, not a lighter iterator over ``_next``: ``for e in agent.stream(task)``
+        # Each event is ``context.run(events.send, None)``, called from C: no Python frame a
+        # chunk. The iterator holds the stream (``step.stream``): ``for e in agent.stream(task)``
         # holds nothing else, and a stream nobody holds is closed (``__del__``) before it starts.
-        return self
+        step = functools.partial(self._h.context.run, self._events.send)
+        step.stream = self  # type: ignore[attr-defined]
+        return map(step, itertools.repeat(None))
 
     def __next__(self) -> StreamEvent:
         return self._next()
@@ -258,7 +264,8 @@ class AsyncAgentStream(_Stream):
                  conversation_id: str | None) -> None:
         self._h = _Run(agent, (task, history, budget, conversation_id), asynchronous=True)
         self._events = _adrive(self._h)
-        self._loop: asyncio.AbstractEventLoop | None = None
+        stepped = _stepped(self._events)
+        self._run, self._send, self._throw = self._h.context.run, stepped.send, stepped.throw
 
     async def __aenter__(self) -> AsyncAgentStream:
         return self
@@ -269,10 +276,22 @@ class AsyncAgentStream(_Stream):
     def __aiter__(self) -> AsyncIterator[StreamEvent]:
         return self
 
-    def __anext__(self) -> Any:
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop()
-        return _acalls.InContext(self._h.context, self._events.__anext__())
+    async def __anext__(self) -> StreamEvent:
+        # The pump stepped in the run's context (``_stepped``): an event comes back as a value;
+        # anything else is what the run awaits, which this task waits for in its stead.
+        run, send = self._run, self._send
+        try:
+            signal = run(send, None)
+            while signal.__class__ not in _EVENTS:
+                try:
+                    value = await _Passed(signal)
+                except BaseException as exc:  # a cancellation of this task, most often: the run's
+                    signal = run(self._throw, exc)
+                else:
+                    signal = run(send, value)
+        except StopIteration:
+            raise StopAsyncIteration from None
+        return signal  # type: ignore[no-any-return]
 
     async def aclose(self) -> None:
         """End the stream here: a run still going ends ``cancelled``, every span it opened ended."""
@@ -280,8 +299,9 @@ class AsyncAgentStream(_Stream):
 
     def __del__(self) -> None:
         # Dropped unclosed: closed on its loop, in its context (the spans end where they began).
-        h, loop = self._h, getattr(self, "_loop", None)
-        if h.ended or not h.started or loop is None or loop.is_closed():
+        h = getattr(self, "_h", None)
+        loop = None if h is None else h.loop
+        if h is None or h.ended or loop is None or loop.is_closed():
             return
         try:
             loop.call_soon_threadsafe(loop.create_task, _aclose(h.context, self._events))
@@ -291,6 +311,37 @@ class AsyncAgentStream(_Stream):
 
 async def _aclose(context: contextvars.Context, events: Any) -> None:
     await _acalls.InContext(context, events.aclose())
+
+
+_EVENTS = frozenset(get_args(StreamEvent))
+
+
+def _stepped(events: AsyncIterator[StreamEvent]) -> Generator[Any, Any, None]:
+    """``astream``'s pump as a plain generator: its events are yielded values, and what it
+    awaits (futures, or ``None`` for a trip round the loop) passes through. Stepped with
+    ``context.run(stepped.send, value)``, an event comes back as the call's value, where the
+    pump's own ``__anext__`` would end with a ``StopIteration`` to catch: a Python ``except`` a
+    chunk, which cost more than the rest of the driver."""
+    read = events.__anext__
+    while True:
+        try:
+            event = yield from read()  # type: ignore[misc]
+        except StopAsyncIteration:
+            return
+        yield event
+
+
+class _Passed:
+    """What the run awaits, awaited by the task reading the stream: it yields it to the task,
+    and hands back what the task sends when it is done."""
+
+    __slots__ = ("signal",)
+
+    def __init__(self, signal: Any) -> None:
+        self.signal = signal
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return (yield self.signal)
 
 
 async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
