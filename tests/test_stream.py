@@ -592,3 +592,17 @@ async def test_a_turns_tool_calls_are_told_before_the_run_decides_on_them(rec, s
     assert [s.name for s in rec.spans()].count("execute_tool search_help") == 1
     _, read_to_the_end = read(Agent(FakeModel(same + ["never"]), [search_help], budget=Budget(repeat_limit=1)))
     assert read_to_the_end.stop is Stop.REPEATED_CALL
+
+
+async def test_a_second_task_reading_an_astream_mid_event_is_refused_and_the_run_goes_on(rec, spans):
+    """Two readers at once: the second is told the stream is being read, as an async generator
+    says it, and the first reader's event - and the run - are untouched."""
+    model = FakeModel(["Hello there, this is a slow answer."], chunk_size=4, chunk_delay=0.01)
+    async with Agent(model, **rec.providers).astream("go") as stream:
+        first = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0.001)  # the first read waits for its chunk
+        with pytest.raises(RuntimeError, match="already running"):
+            await stream.__anext__()
+        events = [await first] + [event async for event in stream]
+    assert stream.run.ok and "".join(e.text for e in events if e.type == "text_delta") == stream.run.output
+    assert spans.open == [] and spans.started == spans.ended == 3

@@ -266,6 +266,8 @@ class AsyncAgentStream(_Stream):
         self._events = _adrive(self._h)
         stepped = _stepped(self._events)
         self._run, self._send, self._throw = self._h.context.run, stepped.send, stepped.throw
+        self._waiting = False
+        """Whether a read waits for what the run awaits (a second reader meanwhile is refused)."""
 
     async def __aenter__(self) -> AsyncAgentStream:
         return self
@@ -279,15 +281,20 @@ class AsyncAgentStream(_Stream):
     async def __anext__(self) -> StreamEvent:
         # The pump stepped in the run's context (``_stepped``): an event comes back as a value;
         # anything else is what the run awaits, which this task waits for in its stead.
+        if self._waiting:  # another task's read: as an async generator read twice at once says
+            raise RuntimeError("anext(): asynchronous generator is already running")
         run, send = self._run, self._send
         try:
             signal = run(send, None)
             while signal.__class__ not in _EVENTS:
+                self._waiting = True
                 try:
                     value = await _Passed(signal)
                 except BaseException as exc:  # a cancellation of this task, most often: the run's
+                    self._waiting = False
                     signal = run(self._throw, exc)
                 else:
+                    self._waiting = False
                     signal = run(send, value)
         except StopIteration:
             raise StopAsyncIteration from None
