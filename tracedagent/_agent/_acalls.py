@@ -6,14 +6,16 @@ out: each call awaited until the run's deadline, a cancellation of the run never
 way (Python 3.11's ``wait_for`` and a tool that swallows ``CancelledError`` can both drop one),
 and a turn's calls each with a copy of the context (the step span
 current), concurrently or one after another. Any async driver (``arun``, a streaming one)
-calls the model and dispatches a turn through these two functions.
+calls the model and dispatches a turn through these two functions. Code run in a context of its
+own, step by step, whichever task awaits it: ``InContext`` (one awaitable), ``stepped`` (an
+async generator's values, as ``astream`` reads its pump).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import Any, Generator, Sequence
+from typing import Any, AsyncIterator, Generator, Sequence
 
 from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
 from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_requests, check_completion
@@ -21,7 +23,7 @@ from .._core._machine import RunMachine
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 
-__all__ = ["complete", "dispatch", "dispatch_turn", "InContext", "in_event_loop"]
+__all__ = ["complete", "dispatch", "dispatch_turn", "InContext", "stepped", "Passed", "in_event_loop"]
 
 _COUNTS_CANCELLATIONS = hasattr(asyncio.Task, "cancelling")
 """Python 3.11+: a task counts the cancellations asked of it (``cancel_requests``), so one
@@ -85,6 +87,35 @@ class InContext:
                     signal = run(it.send, value)
                 except StopIteration as stop:
                     return stop.value
+
+
+def stepped(events: AsyncIterator[Any]) -> Generator[Any, Any, None]:
+    """An async generator as a plain one: its values yielded, what it awaits (a future, or
+    ``None`` for a trip round the loop) passed through (``Passed``). Stepped in a context
+    with ``context.run(stepped.send, value)`` - ``astream`` reads its pump so - a value comes
+    back as the call's result, where ``InContext`` over each ``__anext__`` ends with a
+    ``StopIteration`` to catch: a Python ``except`` a value, which cost more than the rest of
+    the streaming driver."""
+    read = events.__anext__
+    while True:
+        try:
+            event = yield from read()  # type: ignore[misc]
+        except StopAsyncIteration:
+            return
+        yield event
+
+
+class Passed:
+    """What a ``stepped`` generator awaits, awaited by the task reading it: yielded to the
+    task, which sends back what it has once that is done."""
+
+    __slots__ = ("signal",)
+
+    def __init__(self, signal: Any) -> None:
+        self.signal = signal
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return (yield self.signal)
 
 
 async def dispatch_turn(tools: InstrumentedRegistry, machine: RunMachine, calls: Sequence[ToolCall], *,

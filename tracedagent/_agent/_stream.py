@@ -264,7 +264,7 @@ class AsyncAgentStream(_Stream):
                  conversation_id: str | None) -> None:
         self._h = _Run(agent, (task, history, budget, conversation_id), asynchronous=True)
         self._events = _adrive(self._h)
-        stepped = _stepped(self._events)
+        stepped = _acalls.stepped(self._events)
         self._run, self._send, self._throw = self._h.context.run, stepped.send, stepped.throw
         self._waiting = False
         """Whether a read waits for what the run awaits (a second reader meanwhile is refused)."""
@@ -279,7 +279,7 @@ class AsyncAgentStream(_Stream):
         return self
 
     async def __anext__(self) -> StreamEvent:
-        # The pump stepped in the run's context (``_stepped``): an event comes back as a value;
+        # The pump stepped in the run's context (``_acalls.stepped``): an event comes back as a value;
         # anything else is what the run awaits, which this task waits for in its stead.
         if self._waiting:  # another task's read: as an async generator read twice at once says
             raise RuntimeError("anext(): asynchronous generator is already running")
@@ -289,7 +289,7 @@ class AsyncAgentStream(_Stream):
             while signal.__class__ not in _EVENTS:
                 self._waiting = True
                 try:
-                    value = await _Passed(signal)
+                    value = await _acalls.Passed(signal)
                 except BaseException as exc:  # a cancellation of this task, most often: the run's
                     self._waiting = False
                     signal = run(self._throw, exc)
@@ -321,34 +321,6 @@ async def _aclose(context: contextvars.Context, events: Any) -> None:
 
 
 _EVENTS = frozenset(get_args(StreamEvent))
-
-
-def _stepped(events: AsyncIterator[StreamEvent]) -> Generator[Any, Any, None]:
-    """``astream``'s pump as a plain generator: its events are yielded values, and what it
-    awaits (futures, or ``None`` for a trip round the loop) passes through. Stepped with
-    ``context.run(stepped.send, value)``, an event comes back as the call's value, where the
-    pump's own ``__anext__`` would end with a ``StopIteration`` to catch: a Python ``except`` a
-    chunk, which cost more than the rest of the driver."""
-    read = events.__anext__
-    while True:
-        try:
-            event = yield from read()  # type: ignore[misc]
-        except StopAsyncIteration:
-            return
-        yield event
-
-
-class _Passed:
-    """What the run awaits, awaited by the task reading the stream: it yields it to the task,
-    and hands back what the task sends when it is done."""
-
-    __slots__ = ("signal",)
-
-    def __init__(self, signal: Any) -> None:
-        self.signal = signal
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        return (yield self.signal)
 
 
 async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
