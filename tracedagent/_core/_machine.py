@@ -190,8 +190,10 @@ class RunMachine:
         return Decided(step, calls)
 
     def model_returned(self, completion: Completion) -> Dispatch | Finish:
-        """The model answered the step's call: the turn is recorded and checked."""
-        return self.decide(self.record(completion))
+        """The model answered the step's call: the turn is recorded (``record``, written out:
+        a call less a step for every pump) and checked (``decide``)."""
+        self._calling = False
+        return self.decide(self.state.record(self._next - 1, completion))
 
     def record(self, completion: Completion) -> Step:
         """``model_returned``'s first half: the turn kept, nothing decided on it yet. A driver
