@@ -6,8 +6,7 @@ out: each call awaited until the run's deadline, a cancellation of the run never
 way (Python 3.11's ``wait_for`` and a tool that swallows ``CancelledError`` can both drop one),
 and a turn's calls each with a copy of the context (the step span
 current), concurrently or one after another. Any async driver (``arun``, a streaming one)
-calls the model and dispatches a turn through these two functions; a sync one (``run``,
-``stream``) dispatches a turn one call after another through ``dispatched``. Code run in a context of its
+calls the model and dispatches a turn through these two functions. Code run in a context of its
 own, step by step, whichever task awaits it: ``InContext`` (one awaitable), ``stepped`` (an
 async generator's values, as ``astream`` reads its pump).
 """
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import Any, AsyncIterator, Generator, Iterator, Sequence
+from typing import Any, AsyncIterator, Generator, Sequence
 
 from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
 from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_requests, check_completion
@@ -24,7 +23,7 @@ from .._core._machine import RunMachine
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 
-__all__ = ["complete", "dispatch", "dispatch_turn", "dispatched", "InContext", "stepped", "Passed", "in_event_loop"]
+__all__ = ["complete", "dispatch", "dispatch_turn", "InContext", "stepped", "Passed", "in_event_loop"]
 
 _COUNTS_CANCELLATIONS = hasattr(asyncio.Task, "cancelling")
 """Python 3.11+: a task counts the cancellations asked of it (``cancel_requests``), so one
@@ -117,19 +116,6 @@ class Passed:
 
     def __await__(self) -> Generator[Any, Any, Any]:
         return (yield self.signal)
-
-
-def dispatched(tools: InstrumentedRegistry, machine: RunMachine, calls: Sequence[ToolCall]) -> Iterator[ToolResult]:
-    """A turn's calls one after another in this thread (``run``, ``stream``), each result as it
-    comes: a call is started only if the machine's ``may_start`` says so, and none after a
-    result that ends the turn (``ends_turn``)."""
-    for call in calls:
-        if not machine.may_start(call):
-            return
-        result = tools.dispatch(call)
-        yield result
-        if machine.ends_turn(result):
-            return
 
 
 async def dispatch_turn(tools: InstrumentedRegistry, machine: RunMachine, calls: Sequence[ToolCall], *,

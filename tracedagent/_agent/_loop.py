@@ -21,7 +21,7 @@ from .._core._budget import Budget
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
 from .._core._machine import Action, CallModel, Dispatch, RunMachine
-from .._core._records import Message, Model
+from .._core._records import Message, Model, ToolResult
 from .._core._request import ModelSettings
 from .._core._signing import CheckpointKey, keyring
 from .._core._run import Run, RunState, current_run, initial_messages
@@ -240,7 +240,14 @@ class Agent:
                     continue
                 action = machine.model_returned(completion)
             elif action.__class__ is Dispatch:
-                action = machine.tools_done(list(_acalls.dispatched(tools, machine, action.calls)))
+                results: list[ToolResult] = []
+                for call in action.calls:
+                    if not machine.may_start(call):
+                        break
+                    results.append(tools.dispatch(call))
+                    if machine.ends_turn(results[-1]):
+                        break
+                action = machine.tools_done(results)
             else:
                 return action.run
 
