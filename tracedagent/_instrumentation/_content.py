@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Callable, Mapping
 
 from .._core import _names as N
@@ -38,6 +39,8 @@ _MIN_SHARE = 256
 _MAX_KEY = 128
 """A mapping key is cut to this many characters."""
 _ATTEMPTS = 4
+_JSON_TEXT = re.compile(r"\s*[\[{]")
+"""Text that may be a JSON object or array (read as one before it is redacted)."""
 
 
 def truncate(text: str, limit: int) -> str:
@@ -59,12 +62,10 @@ def encodable(text: str) -> str:
 class _Leaf:
     """A string of captured content, kept raw until the fit decides how much of it to show."""
 
-    __slots__ = ("raw", "json_text", "shown", "cut")
+    __slots__ = ("raw", "shown", "cut")
 
-    def __init__(self, raw: str, json_text: bool = False) -> None:
+    def __init__(self, raw: str) -> None:
         self.raw = raw
-        self.json_text = json_text
-        """A tool's result, which may be a JSON object with secret-named values in it."""
         self.shown = raw
         self.cut = False
 
@@ -118,7 +119,7 @@ class ContentCapture:
 
     def result(self, text: str) -> dict[str, Any]:
         """``gen_ai.tool.call.result``: a tool's result, a plain string, redacted and bounded."""
-        leaf = _Leaf(text, json_text=True)
+        leaf = _Leaf(text)
         self._show(leaf, self.limit)
         return _Attributes().add(N.GEN_AI_TOOL_CALL_RESULT, encodable(leaf.shown), leaf.shown != text).attributes
 
@@ -173,16 +174,17 @@ class ContentCapture:
         raw = leaf.raw
         whole = len(raw) <= share
         text = raw if whole else raw[: share + _MARGIN]
-        shown = self._redacted_json(text) if whole and leaf.json_text else self.redact(text)
+        shown = self._redacted_json(text) if whole else self.redact(text)
         if not whole:
             shown = shown[:share]
         leaf.shown = shown
         leaf.cut = not whole
 
     def _redacted_json(self, text: str) -> str:
-        """A whole tool result: if it is a JSON object or array (what a tool returning a dict
-        becomes), its secret-named values are blanked as a structure's would be."""
-        if text.lstrip()[:1] in ("{", "["):
+        """A whole string: if it is a JSON object or array (a tool's result, arguments the model
+        sent as text, JSON a model put in a string argument), its secret-named values are blanked
+        as a structure's would be, and so are those of JSON held in its strings."""
+        if _JSON_TEXT.match(text):
             try:
                 parsed = json.loads(text)
             except (ValueError, RecursionError):
@@ -191,7 +193,7 @@ class ContentCapture:
                 walk = _Walk(self, math.inf)
                 cleaned = walk.build(parsed, 0)
                 for leaf in walk.leaves:
-                    leaf.shown = self.redact(leaf.raw)
+                    leaf.shown = self._redacted_json(leaf.raw)
                 if walk.masked or any(leaf.shown != leaf.raw for leaf in walk.leaves):
                     try:
                         return _dumps(cleaned)
@@ -349,7 +351,7 @@ def _message(message: Message) -> dict[str, Any]:
     if role == "tool":
         content = message.get("content", "")
         parts.append({"type": _Name("tool_call_response"), "id": _name(message.get("tool_call_id")),
-                      "response": _Leaf(content, json_text=True) if isinstance(content, str) else content})
+                      "response": _Leaf(content) if isinstance(content, str) else content})
         return {"role": _Name("tool"), "parts": parts,
                 **({"name": _name(message["name"])} if message.get("name") else {})}
     if message.get("content"):
