@@ -22,7 +22,7 @@ from opentelemetry.trace import StatusCode
 from async_support import OpenSpans, most_at_once, shape, turn, watch
 from sample_tools import charge_card, search_help
 from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
-from tracedagent import Agent, Budget, Stop, ToolOutcome, tool
+from tracedagent import Agent, Budget, Completion, Stop, ToolCall, ToolOutcome, Usage, tool
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
 
@@ -590,6 +590,36 @@ async def test_cancelled_between_steps(rec, spans, parallel):
     assert_cancelled(rec, spans, set())
     assert model.call_count == 1
     assert rec.span("execute_tool search_help").attributes["tracedagent.tool.outcome"] == "ok"
+
+
+async def test_a_run_cancelled_after_two_model_calls_says_what_it_used(rec, spans):
+    # Its span carries its steps, its tokens and its tool lists, as a run that returned does.
+    started = asyncio.Event()
+
+    @tool
+    async def stall(q: str) -> str:
+        """Takes forever."""
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    first = Completion(tool_calls=[ToolCall("c0", "search_help", {"q": "x"})], usage=Usage(100, 10))
+    second = Completion(tool_calls=[ToolCall("c1", "stall", {"q": "y"})], usage=Usage(120, 7))
+    model = FakeModel([first, second, "never asked"])
+    task = asyncio.create_task(Agent(model, [search_help, stall], **rec.providers).arun("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert_cancelled(rec, spans, {"execute_tool stall"})
+    attributes = rec.only_run().span.attributes
+    assert attributes["tracedagent.steps"] == 2
+    assert (attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"]) == (220, 17)
+    assert (attributes["tracedagent.usage.total_input_tokens"],
+            attributes["tracedagent.usage.total_output_tokens"]) == (220, 17)
+    assert list(attributes["tracedagent.tools.requested"]) == ["search_help", "stall"]
+    assert list(attributes["tracedagent.tools.executed"]) == ["search_help"]
 
 
 needs_cancelling = pytest.mark.skipif(sys.version_info < (3, 11), reason=(

@@ -1,6 +1,6 @@
 """How ``arun`` awaits its calls: the run's deadline, cancellation, and a turn's tasks.
 
-What to do is still ``RunState``'s to decide (whether a call may start, whether a result ends
+What to do is still the run machine's to decide (whether a call may start, whether a result ends
 the turn, what a call cut off returns); this module is only how an asyncio driver carries it
 out: each call awaited until the run's deadline, a cancellation of the run never lost on the
 way (Python 3.11's ``wait_for`` and a tool that swallows ``CancelledError`` can both drop one),
@@ -17,6 +17,7 @@ from typing import Any, Generator, Sequence
 
 from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
 from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_requests, check_completion
+from .._core._machine import RunMachine
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 
@@ -86,14 +87,15 @@ class InContext:
                     return stop.value
 
 
-async def dispatch_turn(tools: InstrumentedRegistry, state: RunState, calls: Sequence[ToolCall], *,
+async def dispatch_turn(tools: InstrumentedRegistry, state: RunMachine | RunState, calls: Sequence[ToolCall], *,
                         parallel: bool, concurrency: int | None) -> list[ToolResult]:
     """A turn's calls, their results in the model's call order. Each call runs with a copy of
     this context (the step span current), so that what a tool sets in its context stays in its
     call: in parallel, in tasks of their own, whose spans are siblings that overlap; one after
     another (``parallel`` off, or a lone call), a result that ends the turn
-    (``RunState.ends_turn``) keeps the rest from being dispatched. A call is started only if
-    ``RunState.may_start`` says so. A cancellation asked for while the calls ran takes effect
+    (``ends_turn``) keeps the rest from being dispatched. A call is started only if ``may_start``
+    says so: ``state`` is the run's machine (``arun``) or, for a driver not yet a pump of one
+    (``astream``), its ``RunState``, which the machine asks. A cancellation asked for while the calls ran takes effect
     as the turn ends, even if a tool swallowed it."""
     requests = cancel_requests()
     if parallel and len(calls) > 1:
@@ -112,7 +114,7 @@ async def dispatch_turn(tools: InstrumentedRegistry, state: RunState, calls: Seq
     return results
 
 
-async def _concurrently(tools: InstrumentedRegistry, state: RunState, calls: Sequence[ToolCall],
+async def _concurrently(tools: InstrumentedRegistry, state: RunMachine | RunState, calls: Sequence[ToolCall],
                         concurrency: int | None) -> list[ToolResult]:
     limit = asyncio.Semaphore(concurrency) if concurrency else None
 

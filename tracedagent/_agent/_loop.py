@@ -1,10 +1,11 @@
-"""The agent loop: call, check, dispatch, append, repeat, stop.
+"""The agent: ``run`` and ``arun``, each a pump of the run machine.
 
-``Agent._loop`` reads top to bottom as those six verbs, and ``Agent._aloop`` is the same
-loop for async code: it awaits the model and dispatches a turn's calls concurrently. Every
-decision both take - the repeat and tool-call checks, the budget checks, the one finish
-path - is a ``RunState`` method, and their telemetry is a run scope beside them plus an
-instrumented model and registry, so a driver's own code is only the order of things.
+The loop's order (call, check, dispatch, append, repeat, stop) and every decision in it are
+the ``RunMachine``'s (``_core/_machine.py``); its run and step spans are its observer's
+(``RunScope``). ``Agent._pump`` only performs what the machine asks - call the model, dispatch
+a turn's calls - in this thread, and ``Agent._apump`` awaits the same requests under the run's
+deadline (``_acalls``), a turn's calls concurrently. The model and tool spans are the
+instrumented model's and registry's.
 """
 
 from __future__ import annotations
@@ -16,18 +17,19 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from opentelemetry import metrics, trace
 
-from .._core._budget import Budget, Stop
-from .._core._deadline import DeadlineExceeded
+from .._core._budget import Budget
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
+from .._core._machine import Action, CallModel, Dispatch, RunMachine
+from .._core._records import Message, Model, ToolResult
+from .._core._request import ModelSettings
 from .._core._signing import CheckpointKey, keyring
-from .._core._records import Message, Model, being_cancelled
 from .._core._run import Run, RunState, current_run, initial_messages
 from ._stream import AgentStream, AsyncAgentStream
 from . import _resume
 from .._core._tools import Registry, Tool
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
-from .._instrumentation._spans import RunScope
+from .._instrumentation._observer import Resumed, RunScope
 from .._instrumentation._telemetry import AgentTelemetry
 from . import _acalls
 from ._team import agent_tool
@@ -127,28 +129,16 @@ class Agent:
         if self._registry.has_async_tools and _acalls.in_event_loop():
             raise RuntimeError("Agent.run was called inside a running event loop and this agent has "
                                "async tools; use `await agent.arun(...)` instead")
-        traced, state, parent = self._start(task, history, budget, conversation_id, asynchronous=False)
-        token = current_run.set(state)
-        try:
-            with traced:  # an interrupt, or a bug: no Run, but no span left open
-                run = self._loop(state, traced)
-        finally:
-            current_run.reset(token)
-        return self._end(traced, run, parent)
+        with self._machine(task, history, budget, conversation_id, asynchronous=False) as machine:
+            return self._pump(machine, machine.start())
 
     async def arun(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
                    conversation_id: str | None = None) -> Run:
         """``run`` for async code: the same decisions, stops, spans and metrics. The time
         budget is a deadline that cancels a call still running; cancelling the task running
         ``arun`` ends every span it opened and propagates ``CancelledError``."""
-        traced, state, parent = self._start(task, history, budget, conversation_id, asynchronous=True)
-        token = current_run.set(state)
-        try:
-            with traced:  # cancelled, interrupted, or a bug: no Run, but no span left open
-                run = await self._aloop(state, traced)
-        finally:
-            current_run.reset(token)
-        return self._end(traced, run, parent)
+        with self._machine(task, history, budget, conversation_id, asynchronous=True) as machine:
+            return await self._apump(machine, machine.start())
 
     def stream(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
                conversation_id: str | None = None) -> AgentStream:
@@ -209,87 +199,84 @@ class Agent:
             budget = parent.child_budget(budget)
             conversation_id = conversation_id or parent.conversation_id
         messages = initial_messages(self.system_prompt, history, task)
-        traced = RunScope(self._telemetry, budget, messages, conversation_id, asynchronous=asynchronous,
-                          parallel_tool_calls=self.parallel_tool_calls, max_tool_concurrency=self.max_tool_concurrency)
-        state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id, parent=parent,
-                         agent=self._name, tools=self._registry.names, span_id=traced.span_id)
-        state.checkpoint_keys, state.checkpoint_max_age = self._checkpoint_keys, self.checkpoint_max_age
+        traced, state = self._begin(budget, messages, conversation_id, parent, asynchronous=asynchronous)
         return traced, state, parent
+
+    def _begin(self, budget: Budget, messages: list[Message], conversation_id: str | None,
+               parent: RunState | None, *, asynchronous: bool,
+               resumed: Resumed | None = None) -> tuple[RunScope, RunState]:
+        """The one place an agent's run span starts (with how this agent dispatches), and its state."""
+        traced = RunScope(self._telemetry, budget, messages, conversation_id, asynchronous=asynchronous,
+                          parallel_tool_calls=self.parallel_tool_calls, max_tool_concurrency=self.max_tool_concurrency,
+                          resumed=resumed)
+        with traced:  # a bug: no run, but no span left open
+            state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id,
+                             parent=parent, agent=self._name, tools=self._registry.names, span_id=traced.span_id)
+            state.checkpoint_keys, state.checkpoint_max_age = self._checkpoint_keys, self.checkpoint_max_age
+        return traced, state
+
+    def _machine(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
+                 conversation_id: str | None, *, asynchronous: bool) -> RunMachine:
+        traced, state, _ = self._start(task, history, budget, conversation_id, asynchronous=asynchronous)
+        return self._driven(state, traced)
+
+    def _driven(self, state: RunState, traced: RunScope) -> RunMachine:
+        """The machine of a run, its spans its observer's."""
+        settings = ModelSettings(max_output_tokens=self.max_output_tokens, temperature=self.temperature)
+        return RunMachine(state, self._registry, traced, settings=settings)
 
     @staticmethod
     def _end(traced: RunScope, run: Run, parent: RunState | None) -> Run:
+        """A streamed run's end (``_stream.py``; the machine's drivers' runs end in the machine)."""
         traced.end(run)
         if parent is not None:
             parent.absorb(run)
         return run
 
-    def _loop(self, state: RunState, traced: RunScope) -> Run:
-        tools = self._registry.schemas() or None  # no tools: None, not []
-        for i in state.step_indices():
-            if stopped := state.before_call():  # time, and anything left to spend
-                return stopped
-            traced.start_step(i)
-            # 1. call the model with the whole conversation
-            try:
-                completion = self._model.complete(state.messages, tools=tools,
-                                                  max_output_tokens=self.max_output_tokens,
-                                                  temperature=self.temperature, timeout=state.seconds_left())
-            except (Exception, asyncio.CancelledError) as exc:  # no task to cancel here: the model's own
-                return state.model_failed(exc)
-            step = state.record(i, completion)
-            # 2. check: a turn without tool calls is the answer
-            if not completion.wants_tools:
-                return state.finish(Stop.ANSWERED)
-            if stopped := state.check_turn(completion.tool_calls):
-                return stopped
-            state.hold(step, self._registry.waiting(completion.tool_calls))  # calls a person must decide on
-            # 3. dispatch each call through the registry, 4. append its result
-            for n, call in enumerate(completion.tool_calls):
-                if n not in step.waiting and (stopped := state.append(step, self._tools.dispatch(call))):
-                    return stopped
-            if (stopped := state.over_budget()) or (stopped := state.pause(step)):
-                return stopped
-            traced.end_step(step)
-            # 5. repeat, until an exit above or the end of range(max_steps)
-        # 6. stop: the ceiling is the loop's structure, not a condition
-        return state.finish(Stop.STEP_BUDGET)
+    def _pump(self, machine: RunMachine, action: Action) -> Run:
+        """``run``: the machine's requests performed in this thread, one call after another."""
+        model, tools = self._model, self._tools
+        while True:
+            if action.__class__ is CallModel:
+                request = action.request
+                settings = request.settings
+                try:
+                    completion = model.complete(request.messages, request.tools, settings.max_output_tokens,
+                                                settings.temperature, timeout=request.timeout)
+                except (Exception, asyncio.CancelledError) as exc:  # no task to cancel here: the model's own
+                    action = machine.model_failed(exc)
+                    continue
+                action = machine.model_returned(completion)
+            elif action.__class__ is Dispatch:
+                results: list[ToolResult] = []
+                for call in action.calls:
+                    if not machine.may_start(call):
+                        break
+                    results.append(tools.dispatch(call))
+                    if machine.ends_turn(results[-1]):
+                        break
+                action = machine.tools_done(results)
+            else:
+                return action.run
 
-    async def _aloop(self, state: RunState, traced: RunScope) -> Run:
-        tools = self._registry.schemas() or None
-        for i in state.step_indices():
-            if stopped := state.before_call():  # time, and anything left to spend
-                return stopped
-            traced.start_step(i)
-            # 1. call the model with the whole conversation
-            try:
-                completion = await _acalls.complete(self._model, state.messages, tools, self.max_output_tokens,
-                                                    self.temperature, state.deadline)
-            except DeadlineExceeded:
-                return state.model_failed(None)
-            except asyncio.CancelledError as exc:
-                if being_cancelled():  # the run itself is cancelled: propagate, as Python code expects
-                    raise
-                return state.model_failed(exc)  # the model's own CancelledError: its failure
-            except Exception as exc:
-                return state.model_failed(exc)
-            step = state.record(i, completion)
-            # 2. check: a turn without tool calls is the answer
-            if not completion.wants_tools:
-                return state.finish(Stop.ANSWERED)
-            if stopped := state.check_turn(completion.tool_calls):
-                return stopped
-            state.hold(step, self._registry.waiting(completion.tool_calls))  # calls a person must decide on
-            calls = [c for n, c in enumerate(completion.tool_calls) if n not in step.waiting]
-            # 3. dispatch the turn's calls (concurrently), 4. append their results in call order
-            results = await _acalls.dispatch_turn(self._tools, state, calls,
-                                                  parallel=self.parallel_tool_calls,
-                                                  concurrency=self.max_tool_concurrency)
-            if stopped := state.append(step, *results):
-                return stopped
-            if (stopped := state.over_budget()) or (stopped := state.pause(step)):
-                return stopped
-            traced.end_step(step)
-            # 5. repeat, until an exit above or the end of range(max_steps)
-        # 6. stop: the ceiling is the loop's structure, not a condition
-        return state.finish(Stop.STEP_BUDGET)
-
+    async def _apump(self, machine: RunMachine, action: Action) -> Run:
+        """``arun``: the machine's requests awaited under the run's deadline (``_acalls``), a
+        turn's calls concurrently unless the agent says otherwise."""
+        model, tools = self._model, self._tools
+        while True:
+            if action.__class__ is CallModel:
+                request = action.request
+                try:
+                    completion = await _acalls.complete(model, request.messages, request.tools,
+                                                        request.settings.max_output_tokens,
+                                                        request.settings.temperature, machine.deadline)
+                except (Exception, asyncio.CancelledError) as exc:  # which it is, the machine decides
+                    action = machine.model_failed(exc)
+                    continue
+                action = machine.model_returned(completion)
+            elif action.__class__ is Dispatch:
+                results = await _acalls.dispatch_turn(tools, machine, action.calls, parallel=self.parallel_tool_calls,
+                                                      concurrency=self.max_tool_concurrency)
+                action = machine.tools_done(results)
+            else:
+                return action.run

@@ -8,15 +8,15 @@ for every waiting call, is a new run - a new trace - whose span links to the pau
    decisions - an ``Approve`` against the call's digest -, whether it was resumed before). Any
    problem is a ``CheckpointError`` and nothing has run. A ``budget`` given may lower the
    checkpoint's ceilings, never raise them.
-2. ``_start``: the run span (with the link, ``tracedagent.resumed_from``, the decisions) and
-   a ``RunState`` rebuilt from the checkpoint (``RunState.continue_from``): what the run had
-   spent counts against its budget.
-3. ``_decided``: the decided calls, as one step without a model call: approved calls are
-   dispatched with exactly the checkpoint's arguments, denied ones get a ``denied`` result
-   the model sees, a paused sub-agent is resumed with its share of the decisions. Then the
-   checks any turn gets - a fatal result, the budgets, and ``pause`` (a sub-agent may pause
-   again).
-4. The same loop as ``run`` / ``arun`` (``Agent._loop`` / ``_aloop``), from the next turn.
+2. ``_machine``: the run span (with the link, ``tracedagent.resumed_from``, the decisions)
+   and the run's machine, whose ``resume`` rebuilds the state from the checkpoint
+   (``RunState.continue_from``: what the run had spent counts against its budget).
+3. The decided calls, as one step without a model call (the machine's ``Decided``): approved
+   calls are dispatched with exactly the checkpoint's arguments, denied ones get the
+   ``denied`` result the model sees, a paused sub-agent is resumed with its share of the
+   decisions. Then the checks any turn gets - a fatal result, the budgets, and ``pause`` (a
+   sub-agent may pause again).
+4. The same pump as ``run`` / ``arun`` (``Agent._pump`` / ``_apump``), from the next turn.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from typing import Any, Mapping, Protocol
 
 from .._core import _names as N
 from .._core._budget import Budget
-from .._core._checkpoint import (NESTED_ID_SEPARATOR, AlreadyResumed, Checkpoint, PendingCall, SubAgentPause,
-                                 WrongAgent, budget_within, escape_id)
+from .._core._checkpoint import AlreadyResumed, Checkpoint, WrongAgent, budget_within
 from .._core._decisions import Decision, check_decisions, settle
+from .._core._machine import DENIED_BY_A_PERSON, DecidedCall, RunMachine, decided_plan, denied
+from .._core._records import ToolResult
+from .._core._run import Run, current_run
 from .._core._signing import accept, claim_key
-from .._core._records import ToolCall, ToolOutcome, ToolResult
-from .._core._run import Run, RunState, current_run
-from .._core._tools import Approved, Registry
+from .._core._tools import Registry
 from .._instrumentation._instrumented import InstrumentedRegistry
-from .._instrumentation._spans import Resumed, RunScope, failure_kind
+from .._instrumentation._observer import Resumed
 from .._instrumentation._telemetry import AgentTelemetry, bounded, guard
 from . import _acalls
 from ._team import SubAgentTool, resuming_tool
@@ -44,9 +44,6 @@ Agent = Any
 """An ``Agent`` (``_loop`` imports this module, so it cannot be imported back, not even for types)."""
 
 __all__ = ["Claim", "prepare", "resume", "aresume", "record_decisions", "denied", "DENIED_BY_A_PERSON"]
-
-DENIED_BY_A_PERSON = "a person did not approve this call"
-"""What the model is shown for a call denied with ``False`` (a string decision is shown as given)."""
 
 
 class Claim(Protocol):
@@ -99,57 +96,42 @@ def _check_agent(agent: Agent, cp: Checkpoint) -> None:
 
 def resume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
            claim: Claim | None = None, budget: Budget | None = None) -> Run:
-    """See ``Agent.resume``."""
+    """See ``Agent.resume``: the decided calls one after another, then ``run``'s pump."""
     cp, decisions = prepare(agent, checkpoint, decisions, claim, synchronous=True, budget=budget)
-    traced, state, parent = _start(agent, cp, decisions, asynchronous=False)
-    token = current_run.set(state)
-    try:
-        run = _decided(agent, state, traced, cp, decisions) or agent._loop(state, traced)
-    except BaseException as exc:  # an interrupt, or a bug: no Run, but no span left open
-        traced.fail(failure_kind(exc))
-        raise
-    finally:
-        current_run.reset(token)
-    return agent._end(traced, run, parent)
+    with _machine(agent, cp, decisions, asynchronous=False) as machine:
+        results: list[ToolResult] = []
+        for decided in machine.resume(cp, decisions).calls:
+            results.append(_denial(agent, decided) if decided.denied is not None else _registry(agent, decided).dispatch(decided.call))
+            if machine.ends_turn(results[-1]):
+                break
+        return agent._pump(machine, machine.tools_done(results))
 
 
 async def aresume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
                   claim: Claim | None = None, budget: Budget | None = None) -> Run:
-    """See ``Agent.aresume``."""
+    """See ``Agent.aresume``: the decided calls one after another, each under the run's
+    deadline, then ``arun``'s pump."""
     cp, decisions = prepare(agent, checkpoint, decisions, claim, budget=budget)
-    traced, state, parent = _start(agent, cp, decisions, asynchronous=True)
-    token = current_run.set(state)
-    try:
-        run = await _adecided(agent, state, traced, cp, decisions) or await agent._aloop(state, traced)
-    except BaseException as exc:
-        traced.fail(failure_kind(exc))
-        raise
-    finally:
-        current_run.reset(token)
-    return agent._end(traced, run, parent)
+    with _machine(agent, cp, decisions, asynchronous=True) as machine:
+        results: list[ToolResult] = []
+        for decided in machine.resume(cp, decisions).calls:
+            results.append(_denial(agent, decided) if decided.denied is not None else
+                           await _acalls.dispatch(_registry(agent, decided), decided.call, machine.deadline))
+            if machine.ends_turn(results[-1]):
+                break
+        return await agent._apump(machine, machine.tools_done(results))
 
 
-def _start(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], *,
-           asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]:
-    """The resumed run's span, linked to the paused one, and its state rebuilt from the checkpoint.
-    A sub-agent's is a sub-run of the resumed caller's, in its conversation."""
-    parent = current_run.get()
+def _machine(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], *, asynchronous: bool) -> RunMachine:
+    """The resumed run's machine: its span linked to the paused one, its state the checkpoint's
+    (``RunMachine.resume`` rebuilds it). A sub-agent's is a sub-run of the resumed caller's."""
     messages = [dict(m) for m in cp.messages]
     approved = [c.name for c in cp.pending if decisions[c.id] is True]
-    denied = [c.name for c in cp.pending if decisions[c.id] is not True]
-    traced = RunScope(agent._telemetry, cp.budget, messages, cp.conversation_id, asynchronous=asynchronous,
-                      parallel_tool_calls=agent.parallel_tool_calls, max_tool_concurrency=agent.max_tool_concurrency,
-                      resumed=Resumed(cp, approved, denied))
-    try:
-        state = RunState(cp.budget, messages, trace_id=traced.trace_id, conversation_id=cp.conversation_id,
-                         parent=parent, agent=agent.name, tools=agent.registry.names, span_id=traced.span_id)
-        state.checkpoint_keys, state.checkpoint_max_age = agent._checkpoint_keys, agent.checkpoint_max_age
-        state.continue_from(cp)
-    except BaseException as exc:  # a bug: no run, but no span left open
-        traced.fail(failure_kind(exc))
-        raise
+    denied_ = [c.name for c in cp.pending if decisions[c.id] is not True]
+    traced, state = agent._begin(cp.budget, messages, cp.conversation_id, current_run.get(),
+                                 asynchronous=asynchronous, resumed=Resumed(cp, approved, denied_))
     record_decisions(agent._telemetry, cp, decisions, time.time())
-    return traced, state, parent
+    return agent._driven(state, traced)
 
 
 def record_decisions(t: AgentTelemetry, cp: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
@@ -166,81 +148,25 @@ def record_decisions(t: AgentTelemetry, cp: Checkpoint, decisions: Mapping[str, 
                                        N.DECISION: outcome})
 
 
-def _plan(cp: Checkpoint, decisions: Mapping[str, Decision]) -> list[tuple[ToolCall, PendingCall | SubAgentPause]]:
-    """Each decided call as it is dispatched: approved ones as ``Approved`` calls with the
-    checkpoint's arguments, in the checkpoint's order, sub-agents' after this run's own."""
-    plan: list[tuple[ToolCall, PendingCall | SubAgentPause]] = []
-    for call in cp.pending:
-        kind = Approved if decisions[call.id] is True else ToolCall
-        plan.append((kind(call.id, call.name, call.arguments), call))
-    for sub in cp.sub_agents:
-        plan.append((Approved(sub.call_id, sub.name, sub.arguments), sub))
-    return plan
+_plan = decided_plan  # the Temporal workflow's name for it, until its driver is a pump too
 
 
-def denied(call: ToolCall, decision: Decision) -> ToolResult:
-    """The result of a call a person denied: the reason they gave, or ``DENIED_BY_A_PERSON``."""
-    reason = decision if isinstance(decision, str) and decision else DENIED_BY_A_PERSON
-    return ToolResult(call.id, call.name, f"Denied: {reason}", ToolOutcome.DENIED)
-
-
-def _denial(agent: Agent, call: ToolCall, decision: Decision) -> ToolResult:
+def _denial(agent: Agent, decided: DecidedCall) -> ToolResult:
     """A denied call's result (the model sees it), in an ``execute_tool`` span like a policy's denial."""
-    result = denied(call, decision)
-    with agent._tools.span(call) as scope:
+    result = decided.denied
+    assert result is not None
+    with agent._tools.span(decided.call) as scope:
         scope.end(result)
     return result
 
 
-def _sub_registry(agent: Agent, sub: SubAgentPause, decisions: Mapping[str, Decision]) -> InstrumentedRegistry:
-    """A registry of one tool, the paused sub-agent resumed with its share of the decisions,
-    instrumented as the agent's own: its call is an ``execute_tool`` span of this run."""
-    prefix = escape_id(sub.call_id) + NESTED_ID_SEPARATOR
-    own = {key[len(prefix):]: value for key, value in decisions.items() if key.startswith(prefix)}
-    tool = agent.registry.get(sub.name)
+def _registry(agent: Agent, decided: DecidedCall) -> InstrumentedRegistry:
+    """Where an approved call is dispatched: the agent's registry, or for a paused sub-agent a
+    registry of one tool, the sub-agent resumed with its share of the decisions, instrumented
+    as the agent's own (its call is an ``execute_tool`` span of this run)."""
+    if decided.sub is None:
+        return agent._tools
+    tool = agent.registry.get(decided.sub.name)
     assert isinstance(tool, SubAgentTool)  # prepare checked it
-    return InstrumentedRegistry(Registry([resuming_tool(tool, sub.checkpoint, own)]), agent._telemetry)
-
-
-def _decided(agent: Agent, state: RunState, traced: RunScope, cp: Checkpoint,
-             decisions: Mapping[str, Decision]) -> Run | None:
-    """Step 3 for ``resume``: the decided calls one after another."""
-    plan = _plan(cp, decisions)
-    traced.start_step(cp.step_index)
-    step = state.record_decided(cp.step_index, [call for call, _ in plan])
-    for call, waited in plan:
-        if isinstance(waited, SubAgentPause):
-            result = _sub_registry(agent, waited, decisions).dispatch(call)
-        elif isinstance(call, Approved):
-            result = agent._tools.dispatch(call)
-        else:
-            result = _denial(agent, call, decisions[waited.id])
-        if stopped := state.append(step, result):
-            return stopped
-    return _after(state, traced, step)
-
-
-async def _adecided(agent: Agent, state: RunState, traced: RunScope, cp: Checkpoint,
-                    decisions: Mapping[str, Decision]) -> Run | None:
-    """Step 3 for ``aresume``: the decided calls one after another, each under the run's deadline."""
-    plan = _plan(cp, decisions)
-    traced.start_step(cp.step_index)
-    step = state.record_decided(cp.step_index, [call for call, _ in plan])
-    for call, waited in plan:
-        if isinstance(waited, SubAgentPause):
-            result = await _acalls.dispatch(_sub_registry(agent, waited, decisions), call, state.deadline)
-        elif isinstance(call, Approved):
-            result = await _acalls.dispatch(agent._tools, call, state.deadline)
-        else:
-            result = _denial(agent, call, decisions[waited.id])
-        if stopped := state.append(step, result):
-            return stopped
-    return _after(state, traced, step)
-
-
-def _after(state: RunState, traced: RunScope, step: object) -> Run | None:
-    """The checks that end a turn: the budgets, then a sub-agent that paused again."""
-    if (stopped := state.over_budget()) or (stopped := state.pause(step)):
-        return stopped
-    traced.end_step(step)  # type: ignore[arg-type]
-    return None
+    return InstrumentedRegistry(Registry([resuming_tool(tool, decided.sub.checkpoint, decided.decisions)]),
+                                agent._telemetry)

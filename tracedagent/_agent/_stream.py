@@ -30,7 +30,8 @@ from .._core._records import Message, ToolCall, ToolResult, being_cancelled
 from .._core._run import Run, RunState, current_run
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._core._deadline import DeadlineExceeded
-from .._instrumentation._spans import RunScope, failure_kind
+from .._instrumentation._observer import RunScope
+from .._instrumentation._spans import failure_kind
 from .._instrumentation._streamed import StreamedModel, Turn
 from .._instrumentation._telemetry import AgentTelemetry, ending_elsewhere, guard
 from . import _acalls

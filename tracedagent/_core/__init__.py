@@ -5,7 +5,9 @@ Owns what a run *is* and every decision taken on it, with no telemetry and no I/
 * ``_records`` - the shapes that cross the model boundary (``Message``, ``Completion``,
   ``ToolCall``, ``ToolResult``, ``Usage``) and the ``Model`` protocol.
 * ``_budget`` - ``Budget`` (the ceilings and prices) and ``Stop`` (every named exit).
-* ``_run`` - ``RunState``, which makes every decision a driver takes; ``_result`` - the
+* ``_machine`` - ``RunMachine``, the order of a run and every decision in it, sans I/O: it
+  tells its driver (a pump) what to do next and is fed back what happened.
+* ``_run`` - ``RunState``, the decisions the machine asks (its vocabulary); ``_result`` - the
   ``Run`` and ``Step`` records it builds; ``_usage`` - ``RunUsage``, a run's totals.
 * ``_deadline`` - ``Deadline``: when a run's time is up, on a clock its driver chooses.
 * ``_tools`` / ``_schemas`` - ``Tool``, ``Registry``, ``Policy``, argument schemas from type hints.

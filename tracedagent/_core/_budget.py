@@ -63,9 +63,9 @@ class Budget:
 
     max_seconds: float | None = None
     """Wall-clock seconds for the whole run; ``None`` means no ceiling. ``arun`` enforces it as
-    a deadline that cancels a model or tool call still running; ``run`` checks it after each
-    step's tools and gives the model adapter the time left as its request timeout (a running
-    synchronous call cannot be interrupted)."""
+    a deadline that cancels a model or tool call still running; ``run`` checks it before each
+    tool call and after each step's tools, and gives the model adapter the time left as its
+    request timeout (a running synchronous call cannot be interrupted)."""
     max_tool_calls_per_step: int | None = 64
     """Tool calls one model turn may request; a turn asking for more stops the run with
     ``Stop.TOOL_CALL_BUDGET`` before any of them is dispatched. ``None`` means no ceiling."""

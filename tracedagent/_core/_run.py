@@ -101,6 +101,10 @@ class RunState(Pausing):
         self.usage = RunUsage(cost_known=budget.priced)
         """Everything the run and its sub-agents have used so far."""
         self._lock = threading.Lock()
+        self._ceilinged = any(run.budget.max_tokens is not None or run.budget.max_cost is not None
+                              for run in self._lineage())
+        """Whether this run or one above it has a token or cost ceiling (budgets never change):
+        nearly every run has none, and ``_ceilings`` is not asked."""
         self._seen_calls: dict[tuple[str, str], int] = {}
         self._steps_without_progress = 0
 
@@ -178,7 +182,8 @@ class RunState(Pausing):
         return None if self.deadline is None else self.deadline.left()
 
     def _time_up(self) -> bool:
-        return self.deadline is not None and self.deadline.passed()
+        deadline = self.deadline
+        return deadline is not None and deadline.passed()
 
     def out_of_time(self) -> Run | None:
         """The time budget, checked before each model call (and with the other ceilings after
@@ -190,20 +195,7 @@ class RunState(Pausing):
         """Before each model call: the time budget, and whether anything is left of the token
         and cost budgets of this run and of the runs above it. A sub-agent started after its
         team spent everything has a budget of 0: calling the model would only spend past it."""
-        if stopped := self.out_of_time():
-            return stopped
-        run: RunState | None = self
-        while run is not None:
-            b, team = run.budget, "" if run is self else "its team's "
-            used = run.input_tokens + run.output_tokens
-            if b.max_tokens is not None and used >= b.max_tokens:
-                return self.finish(Stop.TOKEN_BUDGET, detail=f"nothing was left of {team or 'its '}"
-                                                             f"{b.max_tokens}-token budget ({used} tokens used)")
-            if b.max_cost is not None and run.cost >= b.max_cost and (run.cost > 0 or b.max_cost == 0):
-                return self.finish(Stop.COST_BUDGET, detail=f"nothing was left of {team or 'its '}"
-                                                            f"${b.max_cost:.4f} cost budget (${run.cost:.4f} spent)")
-            run = run.parent
-        return None
+        return self.out_of_time() or (self._ceilings(before_call=True) if self._ceilinged else None)
 
     def model_failed(self, error: BaseException | None, received: Completion | None = None) -> Run:
         """A model call that raised, or (``None``) was cut off at the deadline: out of time if
@@ -219,7 +211,8 @@ class RunState(Pausing):
     def may_start(self, call: ToolCall) -> bool:
         """Whether a turn's next call is dispatched: not once the run's time is up (a call
         already running is cut off instead: ``cut_off``)."""
-        return not self._time_up()
+        deadline = self.deadline  # (``_time_up``, without a call: asked before every tool call)
+        return deadline is None or not deadline.passed()
 
     @staticmethod
     def ends_turn(result: ToolResult) -> bool:
@@ -264,15 +257,9 @@ class RunState(Pausing):
 
     def over_budget(self) -> Run | None:
         """Time, token, cost and progress ceilings, checked once the step's work is done."""
+        if stopped := self.out_of_time() or (self._ceilings(before_call=False) if self._ceilinged else None):
+            return stopped
         b = self.budget
-        if stopped := self.out_of_time():
-            return stopped
-        if b.max_tokens is not None and self.usage.total_tokens > b.max_tokens:
-            return self.finish(Stop.TOKEN_BUDGET)
-        if b.max_cost is not None and self.cost > b.max_cost:
-            return self.finish(Stop.COST_BUDGET)
-        if self.parent is not None and (stopped := self._team_over_budget()):
-            return stopped
         if b.no_progress_limit is not None:
             progressed = bool(self.steps and self.steps[-1].succeeded_names)
             self._steps_without_progress = 0 if progressed else self._steps_without_progress + 1
@@ -280,20 +267,41 @@ class RunState(Pausing):
                 return self.finish(Stop.NO_PROGRESS)
         return None
 
-    def _team_over_budget(self) -> Run | None:
-        """A sub-agent's runs above it count every sibling's spend as it happens: when one of
-        them is over its ceiling, the team is, and this run stops too."""
-        run = self.parent
-        while run is not None:
+    def _ceilings(self, *, before_call: bool) -> Run | None:
+        """The token and cost ceilings of this run and of the runs above it (a sub-agent's
+        parents count every sibling's spend as it happens: when one is over, the team is).
+        Before a model call a ceiling is reached once nothing is left of it; after a step's
+        work, once it is passed. The one check both ask, so the two cannot drift apart."""
+        for run in self._lineage():
             b, used = run.budget, run.usage
-            if b.max_tokens is not None and used.total_tokens > b.max_tokens:
-                return self.finish(Stop.TOKEN_BUDGET, detail=f"its team used {used.total_tokens} "
-                                                             f"tokens, over the team's {b.max_tokens}-token budget")
-            if b.max_cost is not None and used.cost > b.max_cost:
-                return self.finish(Stop.COST_BUDGET, detail=f"its team spent ${used.cost:.4f}, over the team's "
-                                                            f"${b.max_cost:.4f} cost budget")
-            run = run.parent
+            if b.max_tokens is not None and (used.total_tokens > b.max_tokens
+                                             or before_call and used.total_tokens == b.max_tokens):
+                return self.finish(Stop.TOKEN_BUDGET, detail=self._why(run, before_call, "tokens"))
+            if b.max_cost is not None and (used.cost > b.max_cost or before_call and used.cost == b.max_cost
+                                           and (used.cost > 0 or b.max_cost == 0)):
+                return self.finish(Stop.COST_BUDGET, detail=self._why(run, before_call, "cost"))
         return None
+
+    def _lineage(self) -> list[RunState]:
+        """This run, then the run whose tool started it, and so on up."""
+        runs, run = [], self
+        while run is not None:
+            runs.append(run)
+            run = run.parent
+        return runs
+
+    def _why(self, run: RunState, before_call: bool, ceiling: str) -> str | None:
+        """What a token or cost stop says (``None``: this run's own ceiling passed, ``_explain``'s)."""
+        b, used, team = run.budget, run.usage, "" if run is self else "its team's "
+        if before_call and ceiling == "tokens":
+            return f"nothing was left of {team or 'its '}{b.max_tokens}-token budget ({used.total_tokens} tokens used)"
+        if before_call:
+            return f"nothing was left of {team or 'its '}${b.max_cost:.4f} cost budget (${used.cost:.4f} spent)"
+        if not team:
+            return None
+        if ceiling == "tokens":
+            return f"its team used {used.total_tokens} tokens, over the team's {b.max_tokens}-token budget"
+        return f"its team spent ${used.cost:.4f}, over the team's ${b.max_cost:.4f} cost budget"
 
     def finish(self, stop: Stop, *, error: BaseException | None = None, detail: Any = None,
                call_failed: bool = False) -> Run:

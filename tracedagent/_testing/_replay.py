@@ -55,6 +55,7 @@ from .._core._run import Run, canonical_arguments
 from .._instrumentation._telemetry import tool_list_attributes
 from ._fake import FakeModel
 from .._core._checkpoint import Checkpoint, PendingCall, Spent
+from .._core._budget import Stop
 from .._core._deadline import DeadlineExceeded
 from .._core._tools import Ask, FatalToolError, Registry, Tool, ToolError, ask
 from .._traces._trace import SpanRecord, group_traces
@@ -125,8 +126,10 @@ class Replay:
     def model(self) -> FakeModel:
         """A fresh ``FakeModel`` playing the recorded turns (each run needs its own)."""
 
-        return FakeModel([_turn(step) for step in self.recording.steps], estimate_usage=False,
-                         model_name=self.recording.request_model or "fake-model")
+        r = self.recording
+        return _ReplayModel([_turn(step) for step in r.steps], estimate_usage=False,
+                            model_name=r.request_model or "fake-model", late=_answered_late(r),
+                            max_seconds=r.budget.get("max_seconds") or 0)
 
     @property
     def registry(self) -> Registry:
@@ -229,6 +232,33 @@ def _turn(step: RecordedStep) -> ScriptItem:
     calls = [ToolCall(id=c.id, name=c.name, arguments={} if c.arguments is None else c.arguments) for c in step.calls]
     return Completion(text=step.text or "", tool_calls=calls, usage=usage, model=step.model,
                       finish_reason=step.finish_reason, response_id=step.response_id)
+
+
+def _answered_late(r: Recording) -> int | None:
+    """The turn whose answer came once the run's time was up, if one did: the run's last, it
+    stopped out of time, and none of the turn's calls was dispatched (no driver starts a call
+    once the time is up: ``RunState.may_start``)."""
+    last = r.steps[-1] if r.steps else None
+    if r.stop_reason != Stop.TIME_BUDGET.value or last is None or last.error is not None or not last.calls:
+        return None
+    return len(r.steps) - 1 if all(c.outcome is None for c in last.calls) else None
+
+
+class _ReplayModel(FakeModel):
+    """The recorded turns; under ``run``, the one answered once the time was up (``late``)
+    answers past the deadline again. (``arun`` cuts a late answer off at the deadline: such a
+    turn is a race it did not lose when recorded, which replay does not stage.)"""
+
+    def __init__(self, script: list[ScriptItem], *, late: int | None, max_seconds: float, **options: Any) -> None:
+        super().__init__(script, **options)
+        self._late = late
+        self._max_seconds = max_seconds
+
+    def complete(self, messages: Any, tools: Any = None, max_output_tokens: int | None = None,
+                 temperature: float | None = None) -> Completion:
+        if self.call_count == self._late:
+            time.sleep(self._max_seconds)
+        return super().complete(messages, tools, max_output_tokens, temperature)
 
 
 def _exception(name: str, base: type[Exception]) -> type[Exception]:

@@ -304,14 +304,14 @@ def _tool_names(steps: list[RecordedStep]) -> list[str]:
 
 
 def _stubs(steps: list[RecordedStep], stop_reason: str) -> list[RecordedCall]:
-    """The dispatched calls, copied, the one during which the run's time ran out marked: a call
-    the deadline cut off, or the last call of a run that stopped on its time budget right after
-    its tools."""
+    """The dispatched calls, copied, the one during which the run's time ran out marked: a call the deadline
+    cut off, or the last call of a run that stopped out of time right after its tools (``_answered_late``)."""
     stubs = [dataclasses.replace(c) for s in steps for c in s.calls if c.outcome is not None]  # held ones too
     cut = [c for c in stubs if c.deadline_cut]
     if cut:
         cut[0].until_deadline = True
-    elif stop_reason == Stop.TIME_BUDGET.value and steps and steps[-1].error is None and steps[-1].calls and stubs:
+    elif stop_reason == Stop.TIME_BUDGET.value and steps and steps[-1].error is None and any(
+            c.outcome is not None for c in steps[-1].calls):  # (then ``stubs`` holds that call)
         stubs[-1].until_deadline = True
     return stubs
 

@@ -29,7 +29,8 @@ from .._core._run import Run, RunState, initial_messages
 from .._agent._resume import _plan, denied, record_decisions
 from .._agent._team import SubAgentTool
 from .._core._tools import Approved, Registry, Tool
-from .._instrumentation._spans import RunScope, ToolScope, failure_kind
+from .._instrumentation._observer import RunScope
+from .._instrumentation._spans import ToolScope, failure_kind
 from ._activities import PROPAGATOR, traceparent
 from ._codec import (budget_to_data, call_to_data, completion_from_data, error_from_data, request_from_data,
                      result_from_data, run_from_data, run_to_data)
