@@ -48,7 +48,7 @@ from . import _stack
 from .._core import _names as N
 from .._core._budget import Stop
 from .._export._configure import Telemetry, configure
-from .._export._endpoints import START_THE_STACK, export_target, shown_url
+from .._export._endpoints import export_target, shown_url, start_the_stack
 from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
 from .._traces._jaeger import JaegerClient, JaegerError
 from ._listing import SHORT_ID_DIGITS, Listing
@@ -422,7 +422,7 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
         _say(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
         return
     _say(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
-         f"{START_THE_STACK}; see collector/README.md.")
+         f"{start_the_stack()}.")
     sys.exit(1)
 
 
