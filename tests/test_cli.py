@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from _fake_servers import RoutedServer, closed_port
+from jaeger_v3 import NOT_FOUND, as_api_v3
 from tracedagent import Stop
 from tracedagent._core import _names as N
 from tracedagent._cli._demo import SCENARIOS, build_agent, run_scenario
@@ -343,8 +344,7 @@ def rendered(text: str) -> list[str]:
 
 def test_trace_renders_jaeger_json_as_show_renders_the_otlp_file(jaeger):
     for trace in jaeger_fixture():
-        jaeger.answer(f"/api/traces/{trace['traceID']}", {"data": [trace], "total": 0, "limit": 0,
-                                                          "offset": 0, "errors": None})
+        jaeger.answer(f"/api/v3/traces/{trace['traceID']}", as_api_v3(trace))
         from_jaeger = tracedagent("trace", trace["traceID"], "--jaeger", jaeger.url)
         assert from_jaeger.returncode == 0, from_jaeger.stderr
         from_file = tracedagent("show", DATA / "demo-otlp.json", "--trace", trace["traceID"])
@@ -430,8 +430,7 @@ def test_a_jaeger_url_that_is_not_one():
 
 def test_a_trace_jaeger_does_not_have(jaeger):
     missing = "4bf92f3577b34da6a3ce929d0e0e4736"
-    jaeger.answer(f"/api/traces/{missing}", {"data": None, "total": 0, "limit": 0, "offset": 0,
-                                             "errors": [{"code": 404, "msg": "trace not found"}]}, status=404)
+    jaeger.answer(f"/api/v3/traces/{missing}", NOT_FOUND, status=404)
     assert_fails_cleanly(tracedagent("trace", missing, "--jaeger", jaeger.url),
                          f"trace {missing} not found in Jaeger at {jaeger.url}")
 

@@ -21,6 +21,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from _fake_servers import RoutedServer
+from jaeger_v3 import NOT_FOUND
 from test_cli import assert_fails_cleanly, tracedagent
 from tracedagent import Agent, Budget, Completion, FatalToolError, Registry, Stop, ToolCall, ToolOutcome, tool
 from tracedagent._core import _names as N
@@ -320,8 +321,7 @@ def test_a_trace_jaeger_does_not_have(tmp_path):
     missing = "4bf92f3577b34da6a3ce929d0e0e4736"
     jaeger = RoutedServer()
     try:
-        jaeger.answer(f"/api/traces/{missing}", {"data": None, "errors": [{"code": 404, "msg": "trace not found"}]},
-                      status=404)
+        jaeger.answer(f"/api/v3/traces/{missing}", NOT_FOUND, status=404)
         assert_fails_cleanly(tracedagent("replay", missing, "--jaeger", jaeger.url, "-o", tmp_path / "t.py"),
                              f"trace {missing} not found in Jaeger at {jaeger.url}")
     finally:
