@@ -61,7 +61,7 @@ def _row(section: str, label: str) -> list[str]:
 
 
 @pytest.mark.skipif(any(_missing(module) for module in BENCH_EXTRA),
-                    reason="the bench extra is not installed: pip install -e '.[bench]'")
+                    reason="the bench group is not installed: pip install -e . --group bench")
 def test_the_peers_benchmark_runs_and_prints_every_figure(tmp_path):
     plot = tmp_path / "peers.png"
     done = subprocess.run([sys.executable, str(BENCHMARKS / "peers.py"), "--quick", "--plot", str(plot)],
