@@ -488,7 +488,7 @@ def test_the_cancelled_scenario_is_a_stream_left_mid_answer_with_every_span_ende
     spans = exporter.get_finished_spans()  # ended, hence exported
     [root] = [s for s in spans if s.parent is None]
     assert root.attributes[N.STOP_REASON] == "cancelled"
-    assert {s.name.split()[0] for s in spans} >= {"invoke_agent", "step", "chat", "execute_tool"}
+    assert {s.name.split()[0] for s in spans} == {"invoke_agent", "step", "chat"}  # cut off in its first answer
 
 
 def test_on_a_terminal_the_streamed_answer_is_shown_and_a_pipe_gets_the_trees_only(monkeypatch, flat_out_demo):
