@@ -214,3 +214,38 @@ def test_a_long_conversation_of_short_messages_that_fits_is_not_cut():
     shown = json.loads(capture.conversation(long)[N.GEN_AI_INPUT_MESSAGES])  # the others stay
     assert len(shown) == 202 and shown[-1]["parts"][0]["content"].startswith("xxx")
     assert {part["type"] for message in shown for part in message["parts"]} == {"text", "tool_call_response"}
+
+
+# --- the opt-in: the upstream values of OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT -----
+
+def _captured_with(monkeypatch: pytest.MonkeyPatch, value: str) -> bool:
+    """Whether an agent left to the environment put the task on its run span."""
+    monkeypatch.setenv(N.ENV_CAPTURE_CONTENT, value)
+    rec = Recorder()
+    Agent(FakeModel(["fine"]), [], **rec.providers).run("the secret task")
+    [run_span] = [s for s in rec.spans() if s.name.startswith("invoke_agent")]
+    return N.GEN_AI_INPUT_MESSAGES in run_span.attributes
+
+
+@pytest.mark.parametrize("value, captured", [
+    ("span_only", True), ("SPAN_ONLY", True), ("span_and_event", True), (" Span_And_Event ", True),
+    ("event_only", False), ("no_content", False), ("NO_CONTENT", False),
+    ("true", True), ("1", True), ("yes", True), ("on", True), ("false", False), ("0", False), ("", False),
+])
+def test_the_upstream_capture_values_and_the_boolean_ones_are_read_alike(monkeypatch, caplog, value, captured):
+    """One value turns content on for tracedagent and the upstream GenAI instrumentations beside
+    it: the span modes capture (tracedagent records content on spans only), event_only and
+    no_content do not; the boolean form still works; none of these is warned about."""
+    assert _captured_with(monkeypatch, value) is captured
+    assert not [r for r in caplog.records if N.ENV_CAPTURE_CONTENT in r.getMessage()]
+
+
+def test_an_unknown_capture_value_captures_nothing_and_is_warned_about_once(monkeypatch, caplog):
+    caplog.set_level("WARNING", logger="tracedagent")
+    assert _captured_with(monkeypatch, "spans_only") is False  # a typo of span_only
+    assert _captured_with(monkeypatch, "spans_only") is False
+    warnings = [r.getMessage() for r in caplog.records if N.ENV_CAPTURE_CONTENT in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "'spans_only'" in warnings[0] and "span_only" in warnings[0] and "true" in warnings[0]
+    assert _captured_with(monkeypatch, "sure") is False  # another unknown value: its own warning
+    assert len([r for r in caplog.records if N.ENV_CAPTURE_CONTENT in r.getMessage()]) == 2

@@ -162,7 +162,7 @@ def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import expect, sync_playwright
     except ImportError:
-        _missing("Playwright for Python is not installed (pip install -e '.[test]')")
+        _missing("Playwright for Python is not installed (pip install -e . --group test)")
     expect.set_options(timeout=20_000)  # a busy CI machine: waiting is not what these tests measure
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)

@@ -19,7 +19,9 @@ far as the limit can hold.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
 import re
 from typing import Any, Callable, Mapping
 
@@ -27,7 +29,9 @@ from .._core import _names as N
 from .._core._records import Completion, Message
 from .._core._secrets import MASK, Redactor
 
-__all__ = ["ContentCapture", "encodable", "truncate"]
+__all__ = ["ContentCapture", "capture_content_from_env", "encodable", "truncate"]
+
+_log = logging.getLogger("tracedagent")
 
 _MAX_DEPTH = 32
 """Nesting kept in captured structures; deeper levels become ``N.TOO_DEEP_MARK``."""
@@ -41,6 +45,39 @@ _MAX_KEY = 128
 _ATTEMPTS = 4
 _JSON_TEXT = re.compile(r"\s*[\[{]")
 """Text that may be a JSON object or array (read as one before it is redacted)."""
+
+
+# --- the opt-in ---------------------------------------------------------------------------
+
+_CAPTURE_VALUES = {
+    # The upstream GenAI instrumentations' values (opentelemetry-util-genai's ContentCapturingMode,
+    # case-insensitive): content on spans, in events, both, or neither. tracedagent records
+    # content on spans only and emits no content events, so only the span modes turn it on.
+    "span_only": True, "span_and_event": True, "event_only": False, "no_content": False,
+    # The older boolean form, which tracedagent has always read.
+    "true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False,
+}
+"""Every value of ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` understood, and whether
+it records content on tracedagent's spans."""
+_warned: set[str] = set()
+
+
+def capture_content_from_env() -> bool:
+    """The GenAI instrumentations' opt-in switch for recording prompts and tool payloads, with
+    the upstream values (``span_only``, ``span_and_event``: on; ``event_only``, ``no_content``:
+    off) and the boolean ones (``true``/``1``/``yes``/``on``). Any other value captures nothing
+    and is logged once, naming the values understood: a typo must not look like "no content"."""
+    raw = os.environ.get(N.ENV_CAPTURE_CONTENT, "").strip()
+    if not raw:
+        return False
+    capture = _CAPTURE_VALUES.get(raw.lower())
+    if capture is None:
+        if raw not in _warned:
+            _warned.add(raw)
+            _log.warning("tracedagent: %s=%r is not a value it knows, so no content is captured; use one of %s",
+                         N.ENV_CAPTURE_CONTENT, raw[:64], ", ".join(_CAPTURE_VALUES))
+        return False
+    return capture
 
 
 def truncate(text: str, limit: int) -> str:
