@@ -107,7 +107,7 @@ def request_from_data(request: Any) -> dict[str, Any]:
         if not isinstance(request.get(key), str):
             raise ValueError(f"{key!r} is {type(request.get(key)).__name__}, not a string")
     history = request.get("history") or []
-    check_messages(history)  # MalformedMessage, a ValueError: which message, which field
+    check_messages(history, "history")  # MalformedMessage, a ValueError: which message, which field
     timeout = request.get("approval_timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not math.isfinite(timeout) or timeout < 0):
