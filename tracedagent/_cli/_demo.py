@@ -84,12 +84,12 @@ def run_scenario(agent: Agent, scenario: Scenario, on_text: Callable[[str], None
     the paused run is returned, as it is the scenario's. A streamed run hands each chunk of its
     text to ``on_text`` as it arrives."""
     if scenario.driver == "arun":
-        run = asyncio.run(agent.arun(scenario.task))
+        run = asyncio.run(agent.arun(scenario.task, scenario.history))
         if scenario.decisions and run.paused is not None:
             asyncio.run(agent.aresume(run.checkpoint(), scenario.decisions))
         return run
     if scenario.driver == "stream":
-        with agent.stream(scenario.task) as stream:
+        with agent.stream(scenario.task, scenario.history) as stream:
             for event in stream:
                 if event.type == "text_delta":
                     if on_text is not None:
@@ -97,7 +97,7 @@ def run_scenario(agent: Agent, scenario: Scenario, on_text: Callable[[str], None
                     if scenario.reader_leaves:
                         break  # leaving the block closes the stream: the run ends cancelled
         return stream.run
-    run = agent.run(scenario.task)
+    run = agent.run(scenario.task, scenario.history)
     if scenario.decisions and run.paused is not None:
         agent.resume(run.checkpoint(), scenario.decisions)
     return run

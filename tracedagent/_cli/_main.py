@@ -41,6 +41,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from . import _doctor
+from . import _local_cmd
 from . import _options
 from . import _replay_cmd
 from . import _stack
@@ -55,7 +56,7 @@ from ._listing import SHORT_ID_DIGITS, Listing
 from .._agent._loop import Agent
 from .._traces._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
 from .._traces._recorded import ReplayError
-from ._render import printable, runs_table, stop_counts_table, text, trace_tree
+from ._render import printable, runs_table, scenario_table, stop_counts_table, text, trace_tree
 from .._traces._trace import Trace, group_traces
 from .._core._run import Run
 from .._version import __version__
@@ -123,17 +124,20 @@ def cli() -> None:
               help="USD per 1,000 output tokens, likewise.")
 @click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="FACTOR",
               help="Scale the simulated model and tool latencies; 0 runs without sleeping.")
+@click.option("--local-model", is_flag=True, help="Instead: one real agent on a local model (tracedagent local).")
 def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url: str, service: str | None,
          only: Sequence[str], list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
-         price_out: float | None, pace: float) -> None:
+         price_out: float | None, pace: float, local_model: bool) -> None:
     """Run scripted agents, one per stop reason, and show the trace of each run.
 
     With --otlp URL (or OTEL_EXPORTER_OTLP_ENDPOINT) the spans and metrics also go to that
     collector, and each run's Jaeger link is printed.
     """
-    chosen = [s for s in SCENARIOS if not only or s.name in only]
+    chosen = [_local_cmd.SCENARIO] if local_model else [s for s in SCENARIOS if not only or s.name in only]
+    if local_model and (missing := _local_cmd.local.missing()):
+        raise CliError(missing)
     if list_only:
-        _console.print(_scenario_list(chosen))
+        _console.print(scenario_table(chosen))
         return
     load_mode = runs is not None
     total = len(chosen) if runs is None else runs
@@ -160,7 +164,11 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     tracer_provider.add_span_processor(recording)
     trace_ids: dict[int, str] = {}  # by place in the plan, for the trees and links; load mode keeps none
 
+    server = _local_cmd.Started() if local_model else None  # started by its first agent, stopped below
+
     def make_agent(scenario: Scenario) -> Agent:
+        if server is not None:
+            return server.agent(tracer_provider=tracer_provider, meter_provider=meter_provider)
         return build_agent(scenario, pace=pace, price_in=price_in, price_out=price_out,
                            tracer_provider=tracer_provider, meter_provider=meter_provider)
 
@@ -178,6 +186,8 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         raise
     finally:
         _stop_telemetry(telemetry, tracer_provider)
+        if server is not None:
+            server.stop()
     writer.close()
     if recording.error is not None:
         raise CliError(f"could not record the spans in {out}: {recording.error}")
@@ -210,16 +220,6 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     if telemetry is not None and telemetry.spans_exported < writer.spans:
         raise CliError(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
                        f"at {telemetry.endpoint} ({telemetry.protocol}); `tracedagent doctor` checks the endpoints")
-
-
-def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
-    table = Table(header_style="bold")
-    table.add_column("scenario", no_wrap=True)
-    table.add_column("stops with", no_wrap=True)
-    table.add_column("what happens")
-    for s in scenarios:
-        table.add_row(text(s.name), text(s.stops_with.value), text(s.story))
-    return table
 
 
 def _stop_telemetry(telemetry: Telemetry | None, tracer_provider: TracerProvider) -> None:
@@ -414,3 +414,4 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
 
 
 cli.add_command(_stack.stack)
+cli.add_command(_local_cmd.local_group)

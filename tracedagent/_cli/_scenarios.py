@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .._core._budget import Budget, Stop
-from .._core._records import Completion, ToolCall
+from .._core._records import Completion, Message, ToolCall
 from .._core._tools import Ask, FatalToolError, Policy, ToolError, ask
 from .._testing._fake import ScriptItem, tool_call
 
@@ -173,6 +173,8 @@ class Scenario:
     reader_leaves: bool = False
     """``stream`` only: the reader stops at the first chunk of text and leaves the ``with`` block,
     as a customer closing the chat window would; the run ends ``cancelled``, every span ended."""
+    history: Sequence[Message] = ()
+    """The conversation the run starts from (``Agent.run``'s ``history``)."""
 
     def agents(self) -> list[Scenario]:
         """This scenario and its sub-agents', depth first: one run each, in the same trace; then
