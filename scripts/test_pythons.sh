@@ -35,5 +35,6 @@ for v in "${versions[@]}"; do
   fi
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=25.1'
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e . --group test "${constraints[@]}"
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 tests examples/support-agent --ignore=tests/stack --ignore=tests/scale
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 tests examples/support-agent --ignore=tests/stack --ignore=tests/scale \
+    --ignore=tests/local   # the real-model tier: once, on the default Python, in `make test`
 done

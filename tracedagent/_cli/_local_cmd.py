@@ -19,39 +19,91 @@ from .._core._records import Message
 from . import _local_model as local
 from ._scenarios import Scenario
 
-__all__ = ["local_group", "SCENARIO", "PRIMER", "add", "build_agent", "Started"]
+__all__ = ["local_group", "SCENARIO", "PRIMER", "get_weather", "ToolOnFirstTurn", "model", "build_agent", "Started"]
+
+SYSTEM_PROMPT = "You answer questions about the weather. Use the get_weather tool."
+
+WEATHER = {"paris": "sunny, 21 C", "tokyo": "rainy, 14 C", "oslo": "snowing, -3 C"}
 
 
-def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
+def get_weather(city: str) -> str:
+    """The current weather in a city."""
+    return WEATHER.get(city.strip().lower(), "cloudy, 10 C")
 
 
 PRIMER: list[Message] = [
-    {"role": "user", "content": "What is 2 + 2?"},
-    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_primer", "name": "add",
-                                                         "arguments": {"a": 2, "b": 2}}]},
-    {"role": "tool", "tool_call_id": "call_primer", "name": "add", "content": "4"},
-    {"role": "assistant", "content": "2 + 2 = 4."},
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_primer", "name": "get_weather",
+                                                         "arguments": {"city": "Paris"}}]},
+    {"role": "tool", "tool_call_id": "call_primer", "name": "get_weather", "content": "sunny, 21 C"},
+    {"role": "assistant", "content": "It is sunny in Paris, 21 C."},
 ]
 """One exchange the run starts from: a question, the tool call that answers it, its result and
-the answer. A 135M model given it (at temperature 0) calls the tool for the next question too."""
+the answer. After it, the model answers from a tool result instead of talking past it."""
 
-SYSTEM_PROMPT = "You are a calculator. Use the add tool for every sum."
-
-SCENARIO = Scenario(name="local-model", stops_with=Stop.ANSWERED, task="What is 17 + 25?", script=(),
-                    tools=(add,), budget=Budget(max_steps=4, max_seconds=120), history=PRIMER,
+SCENARIO = Scenario(name="local-model", stops_with=Stop.ANSWERED, task="What is the weather in Tokyo?", script=(),
+                    tools=(get_weather,), budget=Budget(max_steps=4, max_seconds=120), history=PRIMER,
                     story="A real model (SmolLM2-135M on llama.cpp's server) calls a tool, then answers.")
+
+
+class ToolOnFirstTurn:
+    """A model that must call a tool when it answers the user and chooses freely after tool
+    results: ``forced`` (the same adapter with ``tool_choice`` ``required``, or Anthropic's
+    ``any``) serves a call whose last message is the user's, ``free`` every other one.
+
+    A 135M model does not decide to call a tool by itself, not even after a primer (it imitates
+    the ``<tool_response>`` it saw instead); llama.cpp's server constrains its output to a tool
+    call when the request requires one. The call, its id and arguments, and the answer after the
+    result are still the real server's. Every attribute the loop reads is ``free``'s.
+    """
+
+    def __init__(self, forced: Any, free: Any) -> None:
+        self.forced, self.free = forced, free
+
+    def _pick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        first = args[0] if args else kwargs.get("messages", kwargs.get("request"))
+        messages = getattr(first, "messages", first)  # a ModelRequest, or the messages themselves
+        return self.forced if messages and messages[-1]["role"] == "user" else self.free
+
+    def complete(self, *args: Any, **kwargs: Any) -> Any:
+        return self._pick(args, kwargs).complete(*args, **kwargs)
+
+    async def acomplete(self, *args: Any, **kwargs: Any) -> Any:
+        return await self._pick(args, kwargs).acomplete(*args, **kwargs)
+
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
+        return self._pick(args, kwargs).stream(*args, **kwargs)
+
+    def astream(self, *args: Any, **kwargs: Any) -> Any:
+        return self._pick(args, kwargs).astream(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.free, name)
+
+
+def model(adapter: str, server: local.LocalServer, *, tool_first: bool = False, **options: Any) -> Any:
+    """``OpenAIChatModel`` (``adapter="openai"``) or ``AnthropicModel`` on ``server``, as a user
+    points one at a local server: no retries; temperature 0 in the body for Anthropic, whose
+    adapter does not send one. ``tool_first``: a ``ToolOnFirstTurn`` of two of them."""
+    if tool_first:
+        forcing = {"tool_choice": "required"} if adapter == "openai" else {"tool_choice": {"type": "any"}}
+        return ToolOnFirstTurn(model(adapter, server, **options, **forcing), model(adapter, server, **options))
+    name = options.pop("name", local.MODEL_NAME)
+    if adapter == "openai":
+        from ..models.openai import OpenAIChatModel
+
+        return OpenAIChatModel(name, base_url=server.openai_base_url, api_key="local", max_retries=0, **options)
+    from ..models.anthropic import AnthropicModel
+
+    extra = {"temperature": 0, **options.pop("extra_body", {})}
+    return AnthropicModel(name, base_url=server.url, api_key="local", max_retries=0, extra_body=extra, **options)
 
 
 def build_agent(server: local.LocalServer, **agent_options: Any) -> Agent:
     """The demo's agent on ``server``: ``OpenAIChatModel``, temperature 0, short answers."""
-    from ..models.openai import OpenAIChatModel
-
-    model = OpenAIChatModel(local.MODEL_NAME, base_url=server.openai_base_url, api_key="local", max_retries=0,
-                            max_tokens_field="max_tokens")
-    return Agent(model, [add], system_prompt=SYSTEM_PROMPT, budget=SCENARIO.budget, temperature=0.0,
-                 max_output_tokens=64, name=SCENARIO.name, description=SCENARIO.story, **agent_options)
+    return Agent(model("openai", server, tool_first=True), [get_weather], system_prompt=SYSTEM_PROMPT,
+                 budget=SCENARIO.budget, temperature=0.0, max_output_tokens=64, name=SCENARIO.name,
+                 description=SCENARIO.story, **agent_options)
 
 
 class Started:
