@@ -20,6 +20,7 @@ from ._budget import Budget, Stop
 from ._deadline import Clock, Deadline
 from ._messages import check_messages
 from ._pausing import Pausing
+from ._provider_messages import loop_messages
 from ._names import MAX_NAME_LENGTH
 from ._usage import RunUsage
 from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
@@ -29,12 +30,15 @@ __all__ = ["ToolNames", "Step", "Run", "RunState", "initial_messages", "canonica
 
 
 def initial_messages(system_prompt: str | None, history: Sequence[Message] | None, task: str) -> list[Message]:
-    """System prompt first if there is one, then the history, then the task. A history that is
-    not a list of loop messages is ``MalformedMessage`` (a ``ValueError``), before anything runs."""
+    """System prompt first if there is one, then the history, then the task. A history in OpenAI's
+    or Anthropic's message shapes is converted to the loop's first (``loop_messages``); one that is
+    not a list of loop messages then is ``MalformedMessage`` (a ``ValueError``; so is a provider's
+    message that does not convert, ``ProviderMessageError``), before anything runs."""
     if history is not None:
+        history = loop_messages(history)
         check_messages(history)
     messages: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    messages.extend(dict(m) for m in history or ())
+    messages.extend(history or ())  # loop_messages made new dicts
     messages.append({"role": "user", "content": task})
     return messages
 
