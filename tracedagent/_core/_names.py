@@ -140,6 +140,15 @@ DRIVER_ASTREAM = "astream"
 RESPONSE_CHUNKS = "tracedagent.response.chunks"
 """On the ``chat`` span of a streamed model call: how many chunks arrived (text deltas, tool-call
 fragments and the provider's closing report); nothing is recorded per chunk."""
+REQUEST_TOOL_CHOICE = "tracedagent.request.tool_choice"
+"""On the ``chat`` span, set by a model adapter whose request carried a ``tool_choice``: what it
+asked, as ``auto``, ``none``, ``required`` (Anthropic's ``any``) or ``function`` (one named tool)."""
+REQUEST_TOOL_CHOICE_NAME = "tracedagent.request.tool_choice_name"
+"""With ``tracedagent.request.tool_choice`` = ``function``: the tool the request named."""
+RESPONSE_TOOL_CHOICE_FOLLOWED = "tracedagent.response.tool_choice_followed"
+"""Whether the answer did what ``tracedagent.request.tool_choice`` asked (a call when one was
+required, only the named tool, no call for ``none``); absent for ``auto``. Servers that ignore a
+``tool_choice`` (llama.cpp's treats a named function as ``auto``) show here as ``false``."""
 
 # tracedagent.temporal (docs/temporal.md): a run driven by a Temporal workflow is an ``arun``
 # run (its driver attribute says so, and replay plays it so); these say where it ran.

@@ -13,8 +13,9 @@ from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, ClassVar, Iterable, Iterator
 from urllib.parse import urlsplit
 
+from .._core import _names as N
 from .._core._records import Completion, Message, in_thread
-from .._core._streaming import ModelChunk, decode_arguments
+from .._core._streaming import ModelChunk, ToolCallDelta, decode_arguments
 from .._core._secrets import redact
 
 __all__ = ["SdkModel", "StreamReader", "MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
@@ -84,7 +85,7 @@ class SdkModel:
         request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
         with self._scrubbed(self.client):
             response = self._create(self.client)(**request)
-        return self._completion(response)
+        return self._noted(request, self._completion(response))
 
     async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                         max_output_tokens: int | None = None, temperature: float | None = None,
@@ -97,7 +98,7 @@ class SdkModel:
         request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
         with self._scrubbed(client):
             response = await self._create(client)(**request)
-        return self._completion(response)
+        return self._noted(request, self._completion(response))
 
     def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                max_output_tokens: int | None = None, temperature: float | None = None,
@@ -111,13 +112,15 @@ class SdkModel:
             raise TypeError(f"{type(self).__name__} was given only an async_client: stream through "
                             "astream (Agent.astream), or give it a client as well")
         request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
-        reader = self._reader()
+        reader, called = self._reader(), _Called(self, request)
         with self._scrubbed(self.client):
             response = self._create(self.client)(**request, **self._stream_request())
             with response:
                 for event in response:
-                    yield from reader.read(event)
-        yield reader.end()
+                    for chunk in reader.read(event):
+                        called.add(chunk)
+                        yield chunk
+        yield called.end(reader.end())
 
     async def astream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
                       max_output_tokens: int | None = None, temperature: float | None = None,
@@ -134,14 +137,15 @@ class SdkModel:
                 await in_thread(chunks.close)
             return
         request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
-        reader = self._reader()
+        reader, called = self._reader(), _Called(self, request)
         with self._scrubbed(client):
             response = await self._create(client)(**request, **self._stream_request())
             async with response:
                 async for event in response:
                     for chunk in reader.read(event):
+                        called.add(chunk)
                         yield chunk
-        yield reader.end()
+        yield called.end(reader.end())
 
     def _async_client_here(self) -> Any:
         """The async client for the running event loop. An async client's connections belong to
@@ -164,6 +168,18 @@ class SdkModel:
         if timeout is not None:
             request["timeout"] = capped_timeout(client.timeout, timeout)
         return request
+
+    def _noted(self, request: dict[str, Any], completion: Completion) -> Completion:
+        """Puts what the request's ``tool_choice`` asked, and whether the answer followed it, on the
+        current span (the ``Agent``'s ``chat`` span): some servers ignore it (llama.cpp's server
+        treats a named function as ``auto``), and the trace should say so."""
+        note_tool_choice(self._tool_choice(request), [call.name for call in completion.tool_calls])
+        return completion
+
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """The request's ``tool_choice`` as (``auto``/``none``/``required``/``function``, the
+        named tool), or ``None`` when it carried none or no tools."""
+        return None
 
     @contextmanager
     def _scrubbed(self, client: Any) -> Iterator[None]:
@@ -210,6 +226,45 @@ class StreamReader:
     def end(self) -> ModelChunk:
         """The ``TurnEnd`` once the stream is over: usage, model, finish reason, response id."""
         raise NotImplementedError
+
+
+class _Called:
+    """A streamed call's tool names, for ``note_tool_choice`` once the stream has ended."""
+
+    def __init__(self, model: SdkModel, request: dict[str, Any]) -> None:
+        self.choice = model._tool_choice(request)
+        self.names: dict[int, str] = {}
+
+    def add(self, chunk: ModelChunk) -> None:
+        if self.choice is not None and isinstance(chunk, ToolCallDelta) and chunk.name:
+            self.names[chunk.index] = chunk.name
+
+    def end(self, last: ModelChunk) -> ModelChunk:
+        note_tool_choice(self.choice, [name for _, name in sorted(self.names.items())])
+        return last
+
+
+def note_tool_choice(choice: tuple[str, str | None] | None, called: list[str]) -> None:
+    """``tracedagent.request.tool_choice`` (and the named tool) and
+    ``tracedagent.response.tool_choice_followed`` on the current span. Telemetry never fails a call."""
+    if choice is None:
+        return
+    try:
+        from opentelemetry import trace
+
+        span = trace.get_current_span()
+        if not span.is_recording():
+            return
+        asked, name = choice
+        attributes: dict[str, Any] = {N.REQUEST_TOOL_CHOICE: asked}
+        if name:
+            attributes[N.REQUEST_TOOL_CHOICE_NAME] = name[:N.MAX_NAME_LENGTH]
+        if asked != "auto":
+            attributes[N.RESPONSE_TOOL_CHOICE_FOLLOWED] = (
+                not called if asked == "none" else bool(called) and (asked == "required" or set(called) == {name}))
+        span.set_attributes(attributes)
+    except Exception:  # pragma: no cover - a broken tracer must not fail the model call
+        pass
 
 
 def missing_sdk(module: str, extra: str) -> str:

@@ -119,6 +119,16 @@ class AnthropicModel(SdkModel):
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
 
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """``{"type": "auto" | "any" | "none"}``, or ``{"type": "tool", "name"}``."""
+        choice = request.get("tool_choice")
+        if not isinstance(choice, dict) or not request.get("tools"):
+            return None
+        kind = {"auto": "auto", "any": "required", "none": "none", "tool": "function"}.get(choice.get("type"))
+        if kind is None:
+            return None
+        return kind, (str(choice.get("name")) if kind == "function" else None)
+
     def _reader(self) -> StreamReader:
         return _EventReader()
 

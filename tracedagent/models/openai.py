@@ -101,6 +101,16 @@ class OpenAIChatModel(SdkModel):
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
 
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """``"auto"``/``"none"``/``"required"``, or ``{"type": "function", "function": {"name"}}``."""
+        choice = request.get("tool_choice")
+        if choice is None or not request.get("tools"):
+            return None
+        if isinstance(choice, str):
+            return (choice, None) if choice in ("auto", "none", "required") else None
+        function = choice.get("function") if isinstance(choice, dict) else None
+        return ("function", str(function.get("name"))) if isinstance(function, dict) else None
+
     def _stream_request(self) -> dict[str, Any]:
         """Usage comes in a last chunk of its own, and only when asked for (``include_usage``)."""
         options = self.request_options.get("stream_options") or {}
