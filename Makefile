@@ -43,6 +43,9 @@ bench: install-test  ## the overhead and exit-time benchmarks (print figures; no
 	$(PYTHON) benchmarks/overhead.py
 	$(PYTHON) benchmarks/exit_time.py
 
+bench-local: install-test local-model  ## tracedagent's per-step cost as a share of a real model call (SmolLM2-135M on llama.cpp's server)
+	$(PYTHON) benchmarks/local_model.py
+
 bench-peers: install pip-for-groups  ## tracedagent side by side with pydantic-ai, openai-agents and smolagents; draws docs/peers.png
 	$(PIP) install --quiet --disable-pip-version-check -e . --group bench
 	$(PYTHON) benchmarks/peers.py
