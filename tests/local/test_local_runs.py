@@ -137,7 +137,7 @@ def test_a_server_killed_mid_stream_is_a_model_error_and_what_arrived_is_kept(ad
                     server.kill()
         run = stream.run
     assert run.stop is Stop.MODEL_ERROR
-    assert type(run.error).__name__ in ("APIConnectionError", "RemoteProtocolError", "APIError"), repr(run.error)
+    assert type(run.error).__name__ == "APIConnectionError", repr(run.error)  # both SDKs
     [chat] = chats(rec)
     assert chat.attributes[N.RESPONSE_CHUNKS] >= 20, "the chunks that arrived are counted"
     assert chat.attributes[N.ERROR_TYPE] == type(run.error).__name__
