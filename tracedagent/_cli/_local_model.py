@@ -13,6 +13,11 @@ SmolLM2's own chat template ignores tools; the server is given llama.cpp's Qwen2
 
 ``start()`` runs ``tracedagent local serve`` as a child process on a free loopback port and
 waits until it answers; the tests, the benchmark and ``tracedagent demo --local-model`` use it.
+
+Two choices measured on the 2-core test machine: xllamacpp 0.2.14, because a newer build
+(2026.10.11549) ignored ``tool_choice="required"`` with this template, the one way to get a tool
+call out of a 135M model; and one thread by default, because on a machine shared with other
+work two threads spin-waiting for each other generated 2-3 tokens/s against 30 with one.
 """
 
 from __future__ import annotations
