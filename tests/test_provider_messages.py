@@ -128,6 +128,8 @@ def test_through_the_anthropic_adapter_an_anthropic_history_goes_out_as_blocks(m
      ProviderMessageError, "message 0: 'function_call'"),
     # not a provider's shape either: the loop's one shape check says what is wrong
     ({"role": "tool", "content": "5"}, MalformedMessage, "message 0: 'tool_call_id'"),
+    ({"role": "assistant", "tool_calls": [{"id": "x"}]}, MalformedMessage, "message 0: 'tool_calls[0]'"),
+    ({"role": "assistant", "tool_calls": "add"}, MalformedMessage, "message 0: 'tool_calls' is str"),
     ({"role": "function", "name": "add", "content": "5"}, MalformedMessage, "message 0: 'role' is 'function'"),
     ({"content": "hi"}, MalformedMessage, "message 0: 'role'"),
     ("hello", MalformedMessage, "message 0: 'message' is str"),

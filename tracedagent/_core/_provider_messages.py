@@ -52,8 +52,10 @@ def loop_messages(history: Any) -> Any:
         role, content = message.get("role"), message.get("content")
         if role == "assistant":
             message = _assistant(message, index)
-            names.update((call["id"], call["name"]) for call in message.get("tool_calls", ())
-                         if isinstance(call, Mapping) and isinstance(call.get("id"), str))
+            calls = message.get("tool_calls")
+            names.update((call["id"], call["name"]) for call in (calls if isinstance(calls, list) else ())
+                         if isinstance(call, Mapping) and isinstance(call.get("id"), str)
+                         and isinstance(call.get("name"), str))
         elif role == "tool":
             message["content"] = _text(content, index, "content")
             if isinstance(message.get("tool_call_id"), str) and "name" not in message:
