@@ -38,7 +38,6 @@ from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from rich.console import Console, Group
-from rich.table import Table
 
 from . import _doctor
 from . import _local_cmd
