@@ -46,11 +46,15 @@ def test_the_wheel_holds_the_license_and_the_stack_files(built):
         assert b"Apache License" in archive.read(license_name)
         stack = {n.removeprefix("tracedagent/_cli/stack_files/") for n in names
                  if n.startswith("tracedagent/_cli/stack_files/")}
+        local_model = {n.removeprefix("tracedagent/_cli/local_model/") for n in names
+                       if n.startswith("tracedagent/_cli/local_model/")}
         metadata = email.parser.Parser().parsestr(archive.read(
             next(n for n in names if n.endswith(".dist-info/METADATA"))).decode())
     assert {"README.md", "docker-compose.yml", "collector/otelcol.yaml", "collector/jaeger.yaml"} <= stack
     assert metadata["License-Expression"] == "Apache-2.0"
-    assert metadata.get_all("Provides-Extra") == ["openai", "anthropic", "temporal", "mcp"]  # test/bench are groups
+    # `tracedagent local serve`'s chat template, with llama.cpp's MIT notice beside it
+    assert {"Qwen-Qwen2.5-7B-Instruct.jinja", "LICENSE-llama.cpp"} <= local_model
+    assert metadata.get_all("Provides-Extra") == ["openai", "anthropic", "temporal", "mcp", "local"]  # test/bench are groups
     assert any(url.startswith("Source, https://") for url in metadata.get_all("Project-URL"))
 
 
