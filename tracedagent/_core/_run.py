@@ -241,7 +241,7 @@ class RunState(Pausing):
         """Before anything of a turn is dispatched: the tool-call ceilings, then the repeat
         check, which stops a stuck agent before it pays for the same call again."""
         b = self.budget
-        self.usage.tool_calls += len(calls)
+        self.usage.count_tool_calls(len(calls))
         if b.max_tool_calls_per_step is not None and len(calls) > b.max_tool_calls_per_step:
             return self.finish(Stop.TOOL_CALL_BUDGET, detail=f"{len(calls)} tool calls in one turn, over the "
                                                              f"limit of {b.max_tool_calls_per_step}")
