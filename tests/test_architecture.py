@@ -55,7 +55,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     "_cli": SDK | OTLP | {"click", "rich"},
     "models": {"openai", "anthropic"},
     "temporal": API | {"temporalio"},
-    "mcp": API | {"mcp", "mcp-types"},
+    "mcp": API | {"mcp", "mcp-types", "pydantic"},  # the MCP SDK's messages are pydantic models
 }
 """``docs/architecture.md``'s table: an optional integration's SDK is its wing's alone."""
 
@@ -77,6 +77,7 @@ DISTRIBUTIONS = {
     "temporalio": "temporalio",
     "mcp": "mcp",
     "mcp_types": "mcp-types",
+    "pydantic": "pydantic",
     "pytest": "pytest",
 }
 

@@ -23,6 +23,7 @@ from ._pausing import Pausing
 from ._names import MAX_NAME_LENGTH
 from ._usage import RunUsage
 from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
+from ._request import ModelRequest, ModelSettings
 from ._result import Run, Step, ToolNames
 
 __all__ = ["ToolNames", "Step", "Run", "RunState", "initial_messages", "canonical_arguments", "current_run", "DEADLINE_CUT_RESULT"]
@@ -100,6 +101,7 @@ class RunState(Pausing):
         self.sub_runs: list[Run] = []
         self.usage = RunUsage(cost_known=budget.priced)
         """Everything the run and its sub-agents have used so far."""
+        self._request: ModelRequest | None = None
         self._lock = threading.Lock()
         self._ceilinged = any(run.budget.max_tokens is not None or run.budget.max_cost is not None
                               for run in self._lineage())
@@ -107,6 +109,22 @@ class RunState(Pausing):
         nearly every run has none, and ``_ceilings`` is not asked."""
         self._seen_calls: dict[tuple[str, str], int] = {}
         self._steps_without_progress = 0
+
+    def request(self, tools: list[dict[str, Any]] | None, settings: ModelSettings) -> ModelRequest:
+        """The next model call: the whole conversation, the tools on offer, the agent's
+        settings, and what is left of the time budget as its timeout (``RunMachine`` asks it
+        for each turn; so do the streaming drivers). Without a time budget the last call's
+        request is the next one's (its ``messages`` are this run's conversation, which has grown
+        since), as long as the tools and settings are the same objects: a step makes no request."""
+        deadline = self.deadline
+        if deadline is None:
+            last = self._request
+            if (last is not None and last.tools is tools and last.settings is settings
+                    and last.messages is self.messages):
+                return last
+            self._request = last = ModelRequest(messages=self.messages, tools=tools, settings=settings)
+            return last
+        return ModelRequest(messages=self.messages, tools=tools, settings=settings, timeout=deadline.left())
 
     def record(self, index: int, completion: Completion) -> Step:
         """Account for a model turn and append it to the conversation."""
