@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from ._export._configure import Telemetry, configure
     from ._agent._loop import Agent
     from ._agent._stream import AgentStream, AsyncAgentStream, StreamNotEnded
-    from ._core._records import Completion, Message, Model, ToolCall, ToolOutcome, ToolResult, Usage
+    from ._core._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage
+    from ._core._request import Model, ModelRequest, ModelSettings
     from ._core._run import Run, Step
     from ._core._secrets import Redactor
     from ._core._checkpoint import (AlreadyResumed, BadDecisions, Checkpoint, CheckpointError, DecisionMismatch,
@@ -42,8 +43,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["Telemetry", "configure"], "._export._configure"),
     **dict.fromkeys(["Agent"], "._agent._loop"),
     **dict.fromkeys(["AgentStream", "AsyncAgentStream", "StreamNotEnded"], "._agent._stream"),
-    **dict.fromkeys(["Completion", "Message", "Model", "ToolCall", "ToolOutcome", "ToolResult", "Usage"],
-                    "._core._records"),
+    **dict.fromkeys(["Completion", "Message", "ToolCall", "ToolOutcome", "ToolResult", "Usage"], "._core._records"),
+    **dict.fromkeys(["Model", "ModelRequest", "ModelSettings"], "._core._request"),
     **dict.fromkeys(["Run", "Step"], "._core._run"),
     **dict.fromkeys(["Redactor"], "._core._secrets"),
     **dict.fromkeys(["AlreadyResumed", "BadDecisions", "Checkpoint", "CheckpointError", "DecisionMismatch",
@@ -60,7 +61,8 @@ __all__ = [
     "AlreadyResumed", "BadDecisions", "Checkpoint", "CheckpointError", "MalformedCheckpoint", "PendingCall",
     "UnknownCheckpointVersion", "WrongAgent", "ask", "Approve", "approve", "DecisionMismatch", "ExpiredCheckpoint",
     "TamperedCheckpoint", "UnsignedCheckpoint", "WeakCheckpointKey", "MalformedMessage",
-    "Agent", "Budget", "Completion", "FatalToolError", "Message", "Model", "Policy", "Registry",
+    "Agent", "Budget", "Completion", "FatalToolError", "Message", "Model", "ModelRequest", "ModelSettings", "Policy",
+    "Registry",
     "Redactor", "Run", "Step", "Stop", "Telemetry", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
     "__version__", "configure", "tool",
     # streaming: Agent.stream / astream, their events, and what a streaming model yields

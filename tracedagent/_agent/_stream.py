@@ -1,7 +1,7 @@
 """Streaming drivers: ``Agent.stream`` and ``Agent.astream``, the loop with its events as they happen.
 
 ``_steps`` and ``_asteps`` are ``Agent._loop`` and ``Agent._aloop`` with the model called to
-stream (``StreamedModel``) and an event yielded at each point a consumer cares about; every
+stream (``InstrumentedModel.stream_turn``) and an event yielded at each point a consumer cares about; every
 decision is the same ``RunState`` method in the same order, and the scopes are the same, so
 a streamed run and a run of the same script make equal ``Run``s and span trees.
 
@@ -27,12 +27,13 @@ from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._events import RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, event_sink, text_delta
 from .._core._records import Message, ToolCall, ToolResult, being_cancelled
+from .._core._request import ModelSettings
 from .._core._run import Run, RunState, current_run
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._core._deadline import DeadlineExceeded
 from .._instrumentation._observer import RunScope
 from .._instrumentation._spans import failure_kind
-from .._instrumentation._streamed import StreamedModel, Turn
+from .._instrumentation._streamed import Turn
 from .._instrumentation._telemetry import AgentTelemetry, ending_elsewhere, guard
 from . import _acalls
 
@@ -47,11 +48,10 @@ class _Agent(Protocol):
     """What a stream needs of its ``Agent`` (the drivers' shared parts)."""
 
     name: str
-    max_output_tokens: int | None
-    temperature: float | None
     parallel_tool_calls: bool
     max_tool_concurrency: int | None
     _model: InstrumentedModel
+    _settings: ModelSettings
     _tools: InstrumentedRegistry
     _telemetry: AgentTelemetry
 
@@ -60,14 +60,6 @@ class _Agent(Protocol):
 
     @staticmethod
     def _end(traced: RunScope, run: Run, parent: RunState | None) -> Run: ...
-
-
-def _streamed_model(agent: Any) -> StreamedModel:
-    """The agent's model, called to stream (made once per agent)."""
-    model = agent.__dict__.get("_streamed")
-    if model is None:
-        model = agent.__dict__["_streamed"] = StreamedModel(agent._model, agent._telemetry)
-    return model
 
 
 class _Run:
@@ -198,7 +190,7 @@ def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
 
 def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent, None, Run]:
     agent = h.agent
-    name, model = agent.name, _streamed_model(agent)
+    name, model = agent.name, agent._model
     tools = agent._tools.wrapped.schemas() or None  # no tools: None, not []
     for i in state.step_indices():
         if stopped := state.before_call():
@@ -206,8 +198,7 @@ def _steps(h: _Run, state: RunState, traced: RunScope) -> Generator[StreamEvent,
         traced.start_step(i)
         # 1. call the model with the whole conversation, its text passed on as it comes
         turn = Turn()
-        texts = model.stream(turn, state.messages, tools, agent.max_output_tokens, agent.temperature,
-                             deadline=state.deadline)
+        texts = model.stream_turn(state.request(tools, agent._settings), turn, deadline=state.deadline)
         try:
             for text in texts:
                 yield text_delta(name, text)
@@ -297,7 +288,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     """``_steps`` as ``Agent._aloop`` runs it, in one async generator (each layer costs per chunk)."""
     traced, state, parent, token = h.open(asynchronous=True)
     agent = h.agent
-    name, model = agent.name, _streamed_model(agent)
+    name, model = agent.name, agent._model
     tools = agent._tools.wrapped.schemas() or None
     texts: Any = None
     forwarding: Any = None
@@ -308,8 +299,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             traced.start_step(i)
             # 1. call the model with the whole conversation, its text passed on as it comes
             turn = Turn()
-            texts = model.astream(turn, state.messages, tools, agent.max_output_tokens, agent.temperature,
-                                  deadline=state.deadline)
+            texts = model.astream_turn(state.request(tools, agent._settings), turn, deadline=state.deadline)
             try:
                 async for text in texts:
                     yield text_delta(name, text)

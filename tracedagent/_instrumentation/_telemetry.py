@@ -26,7 +26,7 @@ from opentelemetry import metrics, trace
 from .._core import _names as N
 from .._core._budget import Budget
 from ._content import ContentCapture, capture_content_from_env, encodable, truncate
-from .._core._records import Model
+from .._core._request import Model
 from .._version import __version__
 
 __all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "ending_elsewhere", "ending_elsewhere_now", "bounded",

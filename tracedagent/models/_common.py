@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from .._core import _names as N
 from .._core._records import Completion, Message, in_thread
+from .._core._request import ModelRequest, as_request
 from .._core._streaming import ModelChunk, ToolCallDelta, decode_arguments
 from .._core._secrets import redact
 
@@ -35,7 +36,7 @@ class MalformedResponseError(ValueError):
 
 
 class SdkModel:
-    """A ``Model`` over a provider SDK, sync and async: ``complete`` sends one request through
+    """A ``Model`` over a provider SDK, sync and async: ``complete`` sends one ``ModelRequest`` through
     the SDK's sync client, ``acomplete`` the same request through its async client. Both build
     the request alike, bound it by the call's ``timeout``, blank the credentials out of what the
     SDK raises, and read the response alike.
@@ -71,36 +72,40 @@ class SdkModel:
         loop that last called ``acomplete`` (``None`` before that)."""
         return self._async_built[1] if self._builds_async and self._async_built else self._async_given
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    def complete(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                  max_output_tokens: int | None = None, temperature: float | None = None,
                  timeout: float | None = None) -> Completion:
-        """One request through the sync client. ``timeout`` (seconds; the ``Agent`` passes what
-        its time budget has left) bounds each phase of each attempt, and never lengthens the
-        client's own timeout. SDK errors that survive its retries propagate as they are
-        (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``, ``AuthenticationError``...),
-        so the run stops with ``Stop.MODEL_ERROR``."""
+        """One request through the sync client. The request's ``timeout`` (seconds; the
+        ``Agent`` passes what its time budget has left) bounds each phase of each attempt, and
+        never lengthens the client's own timeout. SDK errors that survive its retries propagate
+        as they are (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``,
+        ``AuthenticationError``...), so the run stops with ``Stop.MODEL_ERROR``. Called the
+        earlier way, ``complete(messages, tools, max_output_tokens, temperature, timeout)``, it
+        makes that request (``as_request``)."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         if self.client is None:
             raise TypeError(f"{type(self).__name__} was given only an async_client: call it through "
                             "acomplete (Agent.arun), or give it a client as well")
-        request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
+        sent = self._timed_request(self.client, asked)
         with self._scrubbed(self.client):
-            response = self._create(self.client)(**request)
-        return self._noted(request, self._completion(response))
+            response = self._create(self.client)(**sent)
+        return self._noted(sent, self._completion(response))
 
-    async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    async def acomplete(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                         max_output_tokens: int | None = None, temperature: float | None = None,
                         timeout: float | None = None) -> Completion:
         """``complete`` through the async client. Given only a sync ``client``, the adapter has no
         async one, and runs ``complete`` in a worker thread instead."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         client = self._async_client_here()
         if client is None:
-            return await in_thread(self.complete, messages, tools, max_output_tokens, temperature, timeout)
-        request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
+            return await in_thread(self.complete, asked)
+        sent = self._timed_request(client, asked)
         with self._scrubbed(client):
-            response = await self._create(client)(**request)
-        return self._noted(request, self._completion(response))
+            response = await self._create(client)(**sent)
+        return self._noted(sent, self._completion(response))
 
-    def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    def stream(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                max_output_tokens: int | None = None, temperature: float | None = None,
                timeout: float | None = None) -> Iterator[ModelChunk]:
         """``complete``, streamed: the same request with ``stream=True`` through the sync client,
@@ -108,13 +113,14 @@ class SdkModel:
         ``TurnEnd`` with the usage. Closing the generator early (the consumer stopped reading)
         closes the HTTP response, so the provider sees the client go away. A stream that
         breaks raises what the SDK (or ``httpx``) raised, scrubbed like ``complete``'s errors."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         if self.client is None:
             raise TypeError(f"{type(self).__name__} was given only an async_client: stream through "
                             "astream (Agent.astream), or give it a client as well")
-        request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
-        reader, called = self._reader(), _Called(self, request)
+        sent = self._timed_request(self.client, asked)
+        reader, called = self._reader(), _Called(self, sent)
         with self._scrubbed(self.client):
-            response = self._create(self.client)(**request, **self._stream_request())
+            response = self._create(self.client)(**sent, **self._stream_request())
             with response:
                 for event in response:
                     for chunk in reader.read(event):
@@ -122,24 +128,25 @@ class SdkModel:
                         yield chunk
         yield called.end(reader.end())
 
-    async def astream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    async def astream(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                       max_output_tokens: int | None = None, temperature: float | None = None,
                       timeout: float | None = None) -> AsyncIterator[ModelChunk]:
         """``stream`` through the async client. Given only a sync ``client``, the sync stream is
         read in a worker thread, one chunk at a time."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         client = self._async_client_here()
         if client is None:
-            chunks = self.stream(messages, tools, max_output_tokens, temperature, timeout)
+            chunks = self.stream(asked)
             try:
                 while (chunk := await in_thread(next, chunks, None)) is not None:
                     yield chunk
             finally:
                 await in_thread(chunks.close)
             return
-        request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
-        reader, called = self._reader(), _Called(self, request)
+        sent = self._timed_request(client, asked)
+        reader, called = self._reader(), _Called(self, sent)
         with self._scrubbed(client):
-            response = await self._create(client)(**request, **self._stream_request())
+            response = await self._create(client)(**sent, **self._stream_request())
             async with response:
                 async for event in response:
                     for chunk in reader.read(event):
@@ -161,12 +168,10 @@ class SdkModel:
             built = self._async_built = (loop, self._new_client(asynchronous=True, options=self._options))
         return built[1]
 
-    def _timed_request(self, client: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
-                       max_output_tokens: int | None, temperature: float | None,
-                       timeout: float | None) -> dict[str, Any]:
-        request = self._request(messages, tools, max_output_tokens, temperature)
-        if timeout is not None:
-            request["timeout"] = capped_timeout(client.timeout, timeout)
+    def _timed_request(self, client: Any, asked: ModelRequest) -> dict[str, Any]:
+        request = self._request(asked)
+        if asked.timeout is not None:
+            request["timeout"] = capped_timeout(client.timeout, asked.timeout)
         return request
 
     def _noted(self, request: dict[str, Any], completion: Completion) -> Completion:
@@ -198,8 +203,8 @@ class SdkModel:
     def _create(self, client: Any) -> Callable[..., Any]:
         raise NotImplementedError
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
-                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+    def _request(self, asked: ModelRequest) -> dict[str, Any]:
+        """The SDK call's keyword arguments for ``asked`` (its timeout aside)."""
         raise NotImplementedError
 
     def _completion(self, response: Any) -> Completion:

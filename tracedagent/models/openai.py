@@ -23,6 +23,7 @@ import uuid
 from typing import Any, Literal
 
 from .._core._records import Completion, Message, ToolCall, Usage
+from .._core._request import ModelRequest
 from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
 from ._common import MalformedResponseError, SdkModel, StreamReader, decode_arguments, encode_arguments, missing_sdk
 
@@ -86,16 +87,16 @@ class OpenAIChatModel(SdkModel):
     def _create(self, client: Any) -> Any:
         return client.chat.completions.create
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
-                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+    def _request(self, asked: ModelRequest) -> dict[str, Any]:
         request: dict[str, Any] = {**self.request_options, "model": self.model_name,
-                                   "messages": [_to_wire(m) for m in messages]}
-        if tools:
-            request["tools"] = [_tool_to_wire(t) for t in tools]
-        if max_output_tokens is not None:
-            request[self.max_tokens_field] = max_output_tokens
-        if temperature is not None:
-            request["temperature"] = temperature
+                                   "messages": [_to_wire(m) for m in asked.messages]}
+        if asked.tools:
+            request["tools"] = [_tool_to_wire(t) for t in asked.tools]
+        settings = asked.settings
+        if settings.max_output_tokens is not None:
+            request[self.max_tokens_field] = settings.max_output_tokens
+        if settings.temperature is not None:
+            request["temperature"] = settings.temperature
         return request
 
     def _completion(self, response: Any) -> Completion:
