@@ -53,8 +53,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     "_export": SDK | OTLP,
     "_traces": SDK | OTLP,
     "_testing": SDK,
-    "_cli": SDK | OTLP | {"click", "rich"},
-    "models": {"openai", "anthropic"},
+    "_cli": SDK | OTLP | {"click", "rich", "xllamacpp"},  # xllamacpp: `tracedagent local serve` (extra local)
+    # The adapters note what a server did with tool_choice on the current chat span (API only).
+    "models": API | {"openai", "anthropic"},
     "temporal": API | {"temporalio"},
     "mcp": API | {"mcp", "mcp-types", "pydantic"},  # the MCP SDK's messages are pydantic models
 }
@@ -72,6 +73,7 @@ DISTRIBUTIONS = {
     "google.protobuf": "protobuf",
     "grpc": "grpcio",
     "click": "click",
+    "xllamacpp": "xllamacpp",
     "rich": "rich",
     "openai": "openai",
     "anthropic": "anthropic",
