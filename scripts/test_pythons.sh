@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests that need no running service, on every other Python the package supports
-# (>= 3.10; `make test` covers the default one). Each gets a venv under .venvs/ with the
-# package and its test extras; an interpreter that is missing fails the run rather than
+# (>= 3.10; `make test` covers the default one). Each gets a venv under .venvs/ with pip 25.1 or
+# newer (it installs PEP 735 dependency groups), the package and its test group; an interpreter that is missing fails the run rather than
 # being skipped, as the README promises these versions. The oldest one gets the lowest
 # dependency versions pyproject.toml allows (scripts/lowest.txt), so those bounds are tested too.
 set -euo pipefail
@@ -33,6 +33,8 @@ for v in "${versions[@]}"; do
     constraints=(-c scripts/lowest.txt)
     echo "[pythons] with the lowest allowed dependencies (scripts/lowest.txt)"
   fi
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e '.[test]' "${constraints[@]}"
-  "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 tests examples/support-agent --ignore=tests/stack --ignore=tests/scale
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=25.1'
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e . --group test "${constraints[@]}"
+  "$venv/bin/python" -m pytest -q -p no:cacheprovider -n 2 tests examples/support-agent --ignore=tests/stack --ignore=tests/scale \
+    --ignore=tests/local   # the real-model tier: once, on the default Python, in `make test`
 done

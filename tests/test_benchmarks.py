@@ -61,7 +61,7 @@ def _row(section: str, label: str) -> list[str]:
 
 
 @pytest.mark.skipif(any(_missing(module) for module in BENCH_EXTRA),
-                    reason="the bench extra is not installed: pip install -e '.[bench]'")
+                    reason="the bench group is not installed: pip install -e . --group bench")
 def test_the_peers_benchmark_runs_and_prints_every_figure(tmp_path):
     plot = tmp_path / "peers.png"
     done = subprocess.run([sys.executable, str(BENCHMARKS / "peers.py"), "--quick", "--plot", str(plot)],
@@ -115,4 +115,13 @@ def test_the_streaming_benchmark_runs_and_prints_every_figure():
     assert done.returncode == 0, done.stderr
     for figure in ("stream   adds", "astream  adds", "every event kept: 1.0", "no event kept", "run ", "stream ",
                    "arun ", "astream ", "stream/run = ", "astream/arun = "):
+        assert figure in done.stdout, done.stdout
+
+
+def test_the_plugin_load_benchmark_runs_and_prints_every_figure():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "plugin_load.py"), "--repeat", "2", "--sessions", "1"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for figure in ("plugin load        median", "target < 20 ms", "first fixture use", "modules it pulled in: none",
+                   "plugin loaded", "-p no:tracedagent", "the plugin's share of a session"):
         assert figure in done.stdout, done.stdout

@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from _fake_servers import RoutedServer, closed_port
+from jaeger_v3 import NOT_FOUND, as_api_v3
 from tracedagent import Stop
 from tracedagent._core import _names as N
 from tracedagent._cli._demo import SCENARIOS, build_agent, run_scenario
@@ -132,8 +133,8 @@ def test_flat_out_the_deadline_scenario_still_shows_the_deadline_cut_a_call():
 
 def test_demo_shows_every_stop_reason_in_its_summary(flat_out_demo):
     result, _ = flat_out_demo
-    # Every stop a Run can carry; a cancelled run raises instead (docs/async.md).
-    assert {s.stops_with for s in SCENARIOS} == set(Stop) - {Stop.CANCELLED}, "a stop reason has no scenario"
+    # Every stop a Run can carry: cancelled too (a stream's reader that leaves; docs/streaming.md).
+    assert {s.stops_with for s in SCENARIOS} == set(Stop), "a stop reason has no scenario"
     for scenario in SCENARIOS:
         row = re.search(rf"│ {re.escape(scenario.name)}\s+│ (\S+)\s+│\s+(\d+) │", result.stdout)
         assert row, f"no summary row for {scenario.name}"
@@ -343,8 +344,7 @@ def rendered(text: str) -> list[str]:
 
 def test_trace_renders_jaeger_json_as_show_renders_the_otlp_file(jaeger):
     for trace in jaeger_fixture():
-        jaeger.answer(f"/api/traces/{trace['traceID']}", {"data": [trace], "total": 0, "limit": 0,
-                                                          "offset": 0, "errors": None})
+        jaeger.answer(f"/api/v3/traces/{trace['traceID']}", as_api_v3(trace))
         from_jaeger = tracedagent("trace", trace["traceID"], "--jaeger", jaeger.url)
         assert from_jaeger.returncode == 0, from_jaeger.stderr
         from_file = tracedagent("show", DATA / "demo-otlp.json", "--trace", trace["traceID"])
@@ -430,8 +430,7 @@ def test_a_jaeger_url_that_is_not_one():
 
 def test_a_trace_jaeger_does_not_have(jaeger):
     missing = "4bf92f3577b34da6a3ce929d0e0e4736"
-    jaeger.answer(f"/api/traces/{missing}", {"data": None, "total": 0, "limit": 0, "offset": 0,
-                                             "errors": [{"code": 404, "msg": "trace not found"}]}, status=404)
+    jaeger.answer(f"/api/v3/traces/{missing}", NOT_FOUND, status=404)
     assert_fails_cleanly(tracedagent("trace", missing, "--jaeger", jaeger.url),
                          f"trace {missing} not found in Jaeger at {jaeger.url}")
 
@@ -474,3 +473,58 @@ def test_an_endpoint_variable_that_is_not_a_url_is_one_line_naming_it(command, v
                          env=env)
     assert_fails_cleanly(result, f"Error: {variable} is not a usable URL")
     assert "s3cr3t" not in result.stderr
+
+
+# --- the demo's own lines, streamed text, a pipe -----------------------------------------
+
+def test_the_cancelled_scenario_is_a_stream_left_mid_answer_with_every_span_ended():
+    [scenario] = [s for s in SCENARIOS if s.stops_with is Stop.CANCELLED]
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    chunks: list[str] = []
+    run = run_scenario(build_agent(scenario, pace=0, tracer_provider=provider), scenario, chunks.append)
+    assert run.stop is Stop.CANCELLED and chunks  # it left after the first chunk of text
+    spans = exporter.get_finished_spans()  # ended, hence exported
+    [root] = [s for s in spans if s.parent is None]
+    assert root.attributes[N.STOP_REASON] == "cancelled"
+    assert {s.name.split()[0] for s in spans} == {"invoke_agent", "step", "chat"}  # cut off in its first answer
+
+
+def test_on_a_terminal_the_streamed_answer_is_shown_and_a_pipe_gets_the_trees_only(monkeypatch, flat_out_demo):
+    """Was: `live-answer` streamed its text to nobody. A terminal sees it arrive (and keeps the
+    whole text once the run ends); piped output is unchanged."""
+    import io
+
+    from click.testing import CliRunner
+    from rich.console import Console
+
+    from tracedagent._cli import _main
+
+    screen = io.StringIO()
+    monkeypatch.setattr(_main, "_console", Console(file=screen, force_terminal=True, width=120, highlight=False,
+                                                   markup=False, emoji=False))
+    out = flat_out_demo[1].with_name("terminal.otlp.json")
+    result = CliRunner().invoke(_main.cli, ["demo", "--only", "live-answer", "--only", "walked-away",
+                                            "--pace", "0", "--out", str(out)])
+    assert result.exit_code == 0, repr(result.exception)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue())
+    [live] = [s for s in SCENARIOS if s.name == "live-answer"]
+    assert f"live-answer streamed: {live.script[-1]}" in shown
+    assert re.search(r"walked-away streamed: \S.* \[cancelled\]", shown)
+    assert "streamed:" not in flat_out_demo[0].stdout
+
+
+def test_piped_output_keeps_a_long_path_whole_and_says_1_run(tmp_path):
+    """Was: rich wrapped the command's own lines at 120 columns on a pipe, cutting a path or a
+    URL in two; and "1 runs"."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    out = deep / "one-run.otlp.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP") and k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "tracedagent", "demo", "--only", "help-desk", "--pace", "0",
+                           "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    [last] = [line for line in done.stdout.splitlines() if "spans written to" in line]
+    assert last.startswith("1 run in ") and last.endswith(f"spans written to {out}")
+    assert f"`tracedagent show {out}`" in done.stdout

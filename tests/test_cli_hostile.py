@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from _fake_servers import RoutedServer
+from jaeger_v3 import as_api_v3
 from tracedagent._cli import _main as _cli
 from tracedagent._core import _names as N
 from tracedagent._cli._listing import Listing
@@ -170,7 +171,7 @@ def test_show_trace_and_traces_draw_hostile_names_escaped(h, jaeger, wide_cli, t
     path.write_text(json.dumps(otlp_document(h)))  # json escapes lone surrogates; the reader restores them
     assert_drawn_escaped(invoke("show", str(path)), h.agent, h.stop, *h.tools)
 
-    jaeger.answer(f"/api/traces/{TRACE_ID}", {"data": [jaeger_trace(h)], "errors": None})
+    jaeger.answer(f"/api/v3/traces/{TRACE_ID}", as_api_v3(jaeger_trace(h)))
     assert_drawn_escaped(invoke("trace", TRACE_ID, "--jaeger", jaeger.url), h.agent, h.stop, *h.tools)
 
     jaeger.answer("/api/traces", {"data": [jaeger_trace(h, trace_id=h.error)], "errors": None})
@@ -241,7 +242,7 @@ def test_the_demo_prints_a_hostile_output_path_escaped(tmp_path, wide_cli):
 def test_trace_of_a_run_with_a_markup_tool_name_exits_0_and_writes_no_escape_sequence(jaeger):
     """Was: ``MarkupError`` traceback for ``[/]``, ``UnicodeEncodeError`` for a lone surrogate,
     and the raw ``ESC [2J`` on stdout."""
-    jaeger.answer(f"/api/traces/{TRACE_ID}", {"data": [jaeger_trace(ISSUE_EXAMPLE)], "errors": None})
+    jaeger.answer(f"/api/v3/traces/{TRACE_ID}", as_api_v3(jaeger_trace(ISSUE_EXAMPLE)))
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["COLUMNS"] = "200"
     done = subprocess.run([sys.executable, "-m", "tracedagent", "trace", TRACE_ID, "--jaeger", jaeger.url],

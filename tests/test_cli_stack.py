@@ -1,12 +1,12 @@
 """``tracedagent stack``: the compose file and every config it mounts, from package data, equal
-to the repository's - in the source tree, in a folder the command writes, and in a wheel."""
+to the repository's - in the source tree and in a folder the command writes (in a wheel:
+tests/test_release.py) - and the stack folder's own README, which names every service."""
 
 from __future__ import annotations
 
-import shutil
+import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,8 @@ import yaml
 from tracedagent._cli._stack import COMPOSE_FILE, stack_files
 
 ROOT = Path(__file__).resolve().parents[1]
+STACK_README = "README.md"
+"""The stack folder's own README (package data, not the repository's): the one file not mounted."""
 
 
 def _bind_mounts() -> set[str]:
@@ -25,15 +27,34 @@ def _bind_mounts() -> set[str]:
 
 
 def _tracedagent(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m tracedagent ARGS`` in ``cwd``, importing this checkout's package (whatever
+    another checkout an editable install points at)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run([sys.executable, "-m", "tracedagent", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=60)
+                          timeout=60, env=env)
 
 
 def test_the_package_holds_the_compose_file_and_exactly_what_it_mounts():
     packaged = {str(f.path): f.content for f in stack_files()}
-    assert set(packaged) == {COMPOSE_FILE} | _bind_mounts()
+    assert set(packaged) == {COMPOSE_FILE, STACK_README} | _bind_mounts()
     for path, content in packaged.items():
-        assert content == (ROOT / path).read_bytes(), path
+        if path != STACK_README:
+            assert content == (ROOT / path).read_bytes(), path
+
+
+def test_the_stack_readme_names_every_service_compose_starts():
+    """A pip user's only guide to the folder: every service `docker compose up -d` starts (the
+    default profile: Temporal included) is named in it, with its ports."""
+    compose = yaml.safe_load((ROOT / COMPOSE_FILE).read_text())
+    readme = next(f.content for f in stack_files() if str(f.path) == STACK_README).decode()
+    started = [name for name, service in compose["services"].items() if not service.get("profiles")]
+    assert "temporal" in started
+    for name in started:
+        assert f"`{name}`" in readme, name
+    published = {port.split(":")[1] for service in compose["services"].values() if not service.get("profiles")
+                 for port in service.get("ports", [])}
+    for port in published:
+        assert port in readme, port
 
 
 def test_stack_writes_the_repository_s_files_and_says_what_to_run(tmp_path):
@@ -41,10 +62,15 @@ def test_stack_writes_the_repository_s_files_and_says_what_to_run(tmp_path):
     assert done.returncode == 0, done.stderr
     written = sorted(p.relative_to(tmp_path / "my-stack").as_posix() for p in (tmp_path / "my-stack").rglob("*")
                      if p.is_file())
-    assert written == sorted({COMPOSE_FILE} | _bind_mounts())
+    assert written == sorted({COMPOSE_FILE, STACK_README} | _bind_mounts())
     for path in written:
-        assert (tmp_path / "my-stack" / path).read_bytes() == (ROOT / path).read_bytes(), path
+        if path != STACK_README:
+            assert (tmp_path / "my-stack" / path).read_bytes() == (ROOT / path).read_bytes(), path
     assert "cd my-stack && docker compose up -d" in done.stdout
+    compose = yaml.safe_load((ROOT / COMPOSE_FILE).read_text())
+    for name, service in compose["services"].items():  # the message names every service it starts
+        if not service.get("profiles"):
+            assert name.removeprefix("otel-") in done.stdout.lower(), name
     assert f"{len(written)} files written" in done.stdout
 
 
@@ -70,26 +96,3 @@ def test_a_stack_that_cannot_be_written_is_one_error_line(tmp_path):
     (tmp_path / "taken").write_text("a file, not a folder")
     done = _tracedagent("stack", "taken", cwd=tmp_path)
     assert done.returncode != 0 and "Traceback" not in done.stderr
-
-
-def test_a_wheel_carries_the_files_themselves(tmp_path):
-    """In the repository the package's stack files are links to docker-compose.yml and collector/:
-    a built wheel must hold their contents, which is what a pip user gets."""
-    # Built from a copy of what a build reads (links kept as links), so that no build/ folder a
-    # previous build left in the repository can put stale files into this wheel.
-    source = tmp_path / "source"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(ROOT / "tracedagent", source / "tracedagent", symlinks=True, ignore=ignore)
-    shutil.copytree(ROOT / "collector", source / "collector", symlinks=True, ignore=ignore)
-    for name in ("pyproject.toml", "README.md", COMPOSE_FILE):
-        shutil.copy2(ROOT / name, source / name)
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
-                           "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    [wheel] = (tmp_path / "dist").glob("tracedagent-*.whl")
-    prefix = "tracedagent/_cli/stack_files/"
-    with zipfile.ZipFile(wheel) as archive:
-        packaged = {name[len(prefix):]: archive.read(name) for name in archive.namelist() if name.startswith(prefix)}
-    assert set(packaged) == {COMPOSE_FILE} | _bind_mounts()
-    for path, content in packaged.items():
-        assert content == (ROOT / path).read_bytes(), path

@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from _fake_servers import Reply, RoutedServer, closed_port, serve
+from jaeger_v3 import as_api_v3
 from tracedagent import Agent, Budget
 from tracedagent._cli import _main as _cli
 from tracedagent._export import _http
@@ -297,6 +298,17 @@ def jaeger_answer(*span_list: dict[str, Any]) -> dict[str, Any]:
     return {"data": [{"traceID": TRACE_ID, "spans": list(span_list), "processes": {"p1": {"serviceName": "s"}}}]}
 
 
+def otlp_answer(**fields: Any) -> dict[str, Any]:
+    """api_v3's answer for one trace holding one span with these fields."""
+    span = {"traceId": TRACE_ID, "spanId": "00f067aa0ba902b7", "name": "invoke_agent x", "kind": 1,
+            "startTimeUnixNano": str(T0_NS), "endTimeUnixNano": str(T0_NS + 1000), **fields}
+    return {"result": {"resourceSpans": [{"resource": {}, "scopeSpans": [{"spans": [span]}]}]}}
+
+
+_ANY_ENDPOINT = ("nested JSON", "a 5000-digit integer", "a compressed body", "errors a number", "nested error")
+"""Answers no endpoint can read: asked of the search (Jaeger's UI model) and of api_v3 (OTLP JSON) alike."""
+
+
 @pytest.mark.parametrize("status, body, message", [
     pytest.param(200, b"[" * 100_000 + b"]" * 100_000, "nested more than 200 levels deep", id="nested JSON"),
     pytest.param(200, b'{"data": [' + b"9" * 5000 + b"]}", "a number of more than 4300 digits", id="a 5000-digit integer"),
@@ -311,11 +323,31 @@ def jaeger_answer(*span_list: dict[str, Any]) -> dict[str, Any]:
     pytest.param(500, b'{"errors": 5}', "answered HTTP 500: Internal Server Error", id="errors a number"),
     pytest.param(500, b"[" * 100_000 + b"]" * 100_000, "answered HTTP 500: Internal Server Error", id="nested error"),
 ])
-def test_a_hostile_jaeger_answer_is_one_line(jaeger, status, body, message):
-    jaeger.answer(f"/api/traces/{TRACE_ID}", body, status=status)
+def test_a_hostile_jaeger_answer_is_one_line(jaeger, request, status, body, message):
     jaeger.answer("/api/traces", body, status=status)
-    assert_one_line_error(invoke("trace", TRACE_ID, "--jaeger", jaeger.url), message)
     assert_one_line_error(invoke("traces", "--jaeger", jaeger.url), message)
+    if request.node.callspec.id in _ANY_ENDPOINT:
+        jaeger.answer(f"/api/v3/traces/{TRACE_ID}", body, status=status)
+        assert_one_line_error(invoke("trace", TRACE_ID, "--jaeger", jaeger.url), message)
+        assert_one_line_error(invoke("diff", TRACE_ID, TRACE_ID, "--jaeger", jaeger.url), message)
+
+
+@pytest.mark.parametrize("body, message", [
+    pytest.param(json.dumps(otlp_answer(startTimeUnixNano=1)).encode().replace(b'"startTimeUnixNano": 1,',
+                                                                             b'"startTimeUnixNano": 1e400,'),
+                 "span #1 is malformed (inf is not an integer)", id="a start of 1e400"),
+    pytest.param(json.dumps(otlp_answer(endTimeUnixNano=str(10**30))).encode(),
+                 "span #1 is malformed ('1000000000000000000000000000000' is out of range)", id="an end beyond 64 bits"),
+    pytest.param(json.dumps(otlp_answer(events=[{"name": "e", "timeUnixNano": 1e300}])).encode(),
+                 "span #1 is malformed (1e+300 is out of range)", id="an event time beyond 64 bits"),
+    pytest.param(b'{"result": 5}', "not OTLP/JSON trace data", id="a result that is not traces"),
+    pytest.param(json.dumps(jaeger_answer(jaeger_span())).encode(), "not OTLP/JSON trace data",
+                 id="the search's shape"),
+])
+def test_a_hostile_api_v3_answer_is_one_line(jaeger, body, message):
+    """One trace comes from api_v3 as OTLP JSON, read by the trace file's reader and its guards."""
+    jaeger.answer(f"/api/v3/traces/{TRACE_ID}", body)
+    assert_one_line_error(invoke("trace", TRACE_ID, "--jaeger", jaeger.url), message)
     assert_one_line_error(invoke("diff", TRACE_ID, TRACE_ID, "--jaeger", jaeger.url), message)
 
 
@@ -325,7 +357,7 @@ def test_a_tool_list_tag_nested_too_deeply_is_left_a_string(jaeger):
     nested = "[" * 5000 + "]" * 5000
     tag = {"key": N.TOOLS_REQUESTED, "type": "string", "value": nested}
     run = jaeger_span(tags=[{"key": N.GEN_AI_OPERATION_NAME, "type": "string", "value": N.OP_INVOKE_AGENT}, tag])
-    jaeger.answer(f"/api/traces/{TRACE_ID}", jaeger_answer(run))
+    jaeger.answer(f"/api/v3/traces/{TRACE_ID}", as_api_v3(jaeger_answer(run)["data"][0]))
     result = invoke("trace", TRACE_ID, "--jaeger", jaeger.url)
     assert result.exit_code == 0, repr(result.exception)
 
@@ -380,11 +412,11 @@ def trickle() -> Iterator[str]:
     server.server_close()
 
 
-@pytest.mark.parametrize("path", ["/api/traces/" + TRACE_ID, "/headers/api/traces/" + TRACE_ID])
+@pytest.mark.parametrize("path", ["/api/v3/traces/" + TRACE_ID, "/headers/api/v3/traces/" + TRACE_ID])
 def test_a_server_that_trickles_its_answer_is_cut_off_at_the_time_limit(trickle, path):
     """Was: the limit bounded each read, so 112 bytes at 0.1 s each took 11 s (a byte a second:
     minutes) against a limit of 1 s."""
-    base = trickle + path.removesuffix("/api/traces/" + TRACE_ID)
+    base = trickle + path.removesuffix("/api/v3/traces/" + TRACE_ID)
     started = time.monotonic()
     with pytest.raises(JaegerError, match="did not answer within 1 s"):
         JaegerClient(base, timeout=1.0).trace(TRACE_ID)

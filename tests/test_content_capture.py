@@ -151,6 +151,18 @@ SECRETS = {
     **{f"json-{key}": ("Tr0ub4dor-and-3", f'{{"user": "svc", "{key}": "Tr0ub4dor-and-3"}}')
        for key in ("password", "aws_secret_access_key", "pwd", "db_pass", "passphrase", "private_key", "auth")},
     "json-number": ("48151623", '{"user": "svc", "pwd": 48151623}'),
+    "json-object": ("Tr0ub4dor-and-3", '{"user": "svc", "password": {"value": "Tr0ub4dor-and-3"}}'),
+    "json-array": ("Tr0ub4dor-and-3", '{"user": "svc", "api_key": ["Tr0ub4dor-and-3"]}'),
+    "pem": ("MIIEowIBAAKCAQEA0Z3VS5JJcds3xfn", "svc's key:\n-----BEGIN PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn"
+            "/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\n-----END PRIVATE KEY-----\n"),
+    "stripe": ("sk_live_51H8XYZabcdEFGHijklMNOPqrst", "svc charges with sk_live_51H8XYZabcdEFGHijklMNOPqrst"),
+    "sendgrid": ("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",
+                 "svc mails with 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"),
+    "twilio": ("SK2f3a9c4e8b7d6a5f4e3d2c1b0a9f8e7d", "svc texts as SK2f3a9c4e8b7d6a5f4e3d2c1b0a9f8e7d"),
+    "azure": ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsu",
+              "AccountName=svc;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsu==;EndpointSuffix=x"),
+    "google": ("AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "svc maps with AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"),
+    "npm": ("npm_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R", "svc publishes with npm_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R"),
 }
 """A secret, and a text that carries it."""
 
@@ -158,11 +170,15 @@ SECRETS = {
 def _placements(text: str) -> dict[str, Any]:
     """Where a text can travel: the task, a tool's result as it is, after a space or a newline,
     and cut short (a JSON string whose end is gone); arguments as an object and as a malformed
-    raw string."""
+    raw string; and held in a string argument (JSON in JSON), in an object and in raw text,
+    well-formed or not."""
+    held = '{"user": "svc", "payload": ' + json.dumps(text) + "}"
     return {"task": text, "result": text, "result-space": " " + text, "result-newline": "\n" + text,
             "result-cut-short": text[: text.rfind('"') if text.endswith('}') else len(text)],
             "raw-arguments": text.rstrip("}") + ",}" if text.startswith("{") else text,
-            "object-arguments": json.loads(text) if text.startswith("{") else {"note": text}}
+            "object-arguments": json.loads(text) if text.startswith("{") else {"note": text},
+            "string-in-object-arguments": {"user": "svc", "payload": text},
+            "string-in-raw-arguments": held, "string-in-malformed-raw-arguments": held[:-1] + ",}"}
 
 
 @pytest.mark.parametrize("kind", sorted(SECRETS))
@@ -198,3 +214,38 @@ def test_a_long_conversation_of_short_messages_that_fits_is_not_cut():
     shown = json.loads(capture.conversation(long)[N.GEN_AI_INPUT_MESSAGES])  # the others stay
     assert len(shown) == 202 and shown[-1]["parts"][0]["content"].startswith("xxx")
     assert {part["type"] for message in shown for part in message["parts"]} == {"text", "tool_call_response"}
+
+
+# --- the opt-in: the upstream values of OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT -----
+
+def _captured_with(monkeypatch: pytest.MonkeyPatch, value: str) -> bool:
+    """Whether an agent left to the environment put the task on its run span."""
+    monkeypatch.setenv(N.ENV_CAPTURE_CONTENT, value)
+    rec = Recorder()
+    Agent(FakeModel(["fine"]), [], **rec.providers).run("the secret task")
+    [run_span] = [s for s in rec.spans() if s.name.startswith("invoke_agent")]
+    return N.GEN_AI_INPUT_MESSAGES in run_span.attributes
+
+
+@pytest.mark.parametrize("value, captured", [
+    ("span_only", True), ("SPAN_ONLY", True), ("span_and_event", True), (" Span_And_Event ", True),
+    ("event_only", False), ("no_content", False), ("NO_CONTENT", False),
+    ("true", True), ("1", True), ("yes", True), ("on", True), ("false", False), ("0", False), ("", False),
+])
+def test_the_upstream_capture_values_and_the_boolean_ones_are_read_alike(monkeypatch, caplog, value, captured):
+    """One value turns content on for tracedagent and the upstream GenAI instrumentations beside
+    it: the span modes capture (tracedagent records content on spans only), event_only and
+    no_content do not; the boolean form still works; none of these is warned about."""
+    assert _captured_with(monkeypatch, value) is captured
+    assert not [r for r in caplog.records if N.ENV_CAPTURE_CONTENT in r.getMessage()]
+
+
+def test_an_unknown_capture_value_captures_nothing_and_is_warned_about_once(monkeypatch, caplog):
+    caplog.set_level("WARNING", logger="tracedagent")
+    assert _captured_with(monkeypatch, "spans_only") is False  # a typo of span_only
+    assert _captured_with(monkeypatch, "spans_only") is False
+    warnings = [r.getMessage() for r in caplog.records if N.ENV_CAPTURE_CONTENT in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "'spans_only'" in warnings[0] and "span_only" in warnings[0] and "true" in warnings[0]
+    assert _captured_with(monkeypatch, "sure") is False  # another unknown value: its own warning
+    assert len([r for r in caplog.records if N.ENV_CAPTURE_CONTENT in r.getMessage()]) == 2

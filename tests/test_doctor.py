@@ -396,3 +396,20 @@ def test_a_grpc_server_that_is_not_temporal_is_named_for_what_it_is():
         result = doctor("--otlp", receiver.endpoint, "--timeout", "2", "--temporal", receiver.endpoint.split("//")[-1])
     row = next(line for line in result.stdout.splitlines() if "Temporal frontend" in line)
     assert "unreachable" in row and "no health check" in row
+
+
+def test_a_pip_install_is_told_tracedagent_stack_and_a_clone_make_stack_up(monkeypatch, tmp_path):
+    """A pip user has no Makefile and no collector/README.md: the hints name `tracedagent stack`
+    (tests/test_release.py runs the doctor of a real wheel's files too)."""
+    from tracedagent._export import _endpoints
+
+    assert _endpoints.in_a_clone()  # these tests run in a clone
+    assert "make stack-up" in _endpoints.start_service("jaeger")
+    assert "make stack-up" in _endpoints.start_the_stack() and "collector/README.md" in _endpoints.start_the_stack()
+    monkeypatch.setattr(_endpoints, "_REPOSITORY", tmp_path / "site-packages")
+    assert not _endpoints.in_a_clone()
+    for hint in (_endpoints.start_service("jaeger"), _endpoints.start_the_stack()):
+        assert "make" not in hint and "collector/README.md" not in hint and "tracedagent stack" in hint, hint
+    assert "docker compose up -d jaeger" in _endpoints.start_service("jaeger")
+    assert "tracedagent stack tracedagent-stack && cd tracedagent-stack && docker compose up -d" in \
+        _endpoints.start_the_stack()

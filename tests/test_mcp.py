@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tracedagent import Agent, Completion, Registry, Stop, ToolCall, ToolOutcome
+from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall, ToolOutcome
 from tracedagent._core import _names as N
-from tracedagent.mcp import MCPServer, MCPUnavailable
+from tracedagent.mcp import MCPInvalidReply, MCPServer, MCPUnavailable
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
 pytest.importorskip("mcp")  # the `test` extra installs it: CI runs every test here
@@ -406,3 +406,104 @@ async def test_mcp_tools_work_under_stream_and_astream_too():
     assert async_run.steps[0].tool_results[0].content == '{"result": "streamed"}'
     assert sync_run.steps[0].tool_results[0].content == '{"result": "streamed too"}'
     assert [s.attributes[N.MCP_METHOD_NAME] for s in tool_spans(recorder)] == ["tools/call", "tools/call"]
+
+
+# --- the run's deadline -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("timeout", [10.0, None], ids=["own_timeout_10s", "no_timeout"])
+@pytest.mark.parametrize("driver", ["run", "arun"])
+def test_the_runs_deadline_cuts_an_mcp_call_under_run_as_under_arun(driver, timeout):
+    """``run`` cannot cut a call, but an MCP call waits on the session's loop, where it can be
+    cancelled: a 2 s budget ends a 10 s call at 2 s, with or without the tool's own timeout."""
+    recorder = Recorder()
+    with workshop(recorder, timeout=timeout) as server:
+        agent = Agent(FakeModel([tool_call("nap", {"seconds": 10}), "done"]), Registry(server.tools()),
+                      budget=Budget(max_seconds=2), **recorder.providers)
+        started = time.monotonic()
+        run = agent.run("go") if driver == "run" else asyncio.run(agent.arun("go"))
+        took = time.monotonic() - started
+        after = Agent(FakeModel([tool_call("pid"), "done"]), Registry(server.tools())).run("go")
+        assert after.steps[0].tool_results[0].ok and server.connections == 1, "the session goes on"
+    assert run.stop is Stop.TIME_BUDGET
+    [napped] = run.steps[0].tool_results
+    assert (napped.outcome, napped.deadline_cut) == (ToolOutcome.TIMEOUT, True)
+    assert took < 8, f"the call was cut at the run's deadline, not answered after 10 s ({took:.1f} s)"
+    [span] = tool_spans(recorder)
+    assert span.attributes[N.TOOL_DEADLINE_CUT] is True and span.attributes[N.ERROR_TYPE] == N.ERROR_TIMEOUT
+
+
+# --- a server that breaks the protocol ----------------------------------------------------------
+
+HOSTILE = [str(Path(__file__).parent / "mcp_servers" / "hostile.py")]
+
+
+def hostile(recorder: Recorder, *args: str, **options) -> MCPServer:
+    return MCPServer.stdio(sys.executable, [*HOSTILE, *args], tracer_provider=recorder.tracer_provider,
+                           **{"timeout": CALM, **options})
+
+
+def test_a_json_rpc_errors_message_reaches_the_model_cut_like_a_result():
+    recorder = Recorder()
+    with hostile(recorder, max_result_length=1000) as server:
+        run = Agent(FakeModel([tool_call("huge_error", {"length": 2_000_000}), "done"]), Registry(server.tools()),
+                    **recorder.providers).run("go")
+    [error] = run.steps[0].tool_results
+    assert (error.outcome, error.error_type) == (ToolOutcome.ERROR, "MCPRequestError")
+    assert "-32050" in error.content and error.content.endswith("...[truncated: 2000000 characters]")
+    assert len(error.content) < 1200, len(error.content)
+
+
+def test_a_flood_of_list_changed_is_one_refresh_at_a_time_and_one_queued():
+    """2,000 notifications during one call: not 2,000 tools/list requests, but the one running
+    when they come and one after it, which reads every change."""
+    recorder = Recorder()
+    with hostile(recorder) as server:
+        tools = Registry(server.tools())
+        run = Agent(FakeModel([tool_call("flood", {"count": 2000}), tool_call("listings"), "done"]), tools,
+                    **recorder.providers).run("go")
+        assert [t.name for t in server.tools()] == tools.names, "the list was read again, and is whole"
+    flooded, listings = [r for step in run.steps for r in step.tool_results]
+    assert (flooded.outcome, flooded.content) == (ToolOutcome.OK, "flooded")
+    refreshes = len(named(recorder, "tools/list")) - 1
+    assert 1 <= refreshes <= 2, refreshes
+    assert int(listings.content) == refreshes + 1, "the server saw as many as were traced"
+
+
+@pytest.mark.parametrize("tool, wrong", [
+    ("not_an_object", "dict_type at JSONRPCResponse.result"),
+    ("cut_short", "json_invalid"),
+    ("deep_result", "recursion limit exceeded"),
+    ("wrong_result", "list_type at content"),
+])
+def test_a_reply_that_cannot_be_read_ends_the_call_at_once_named(tool, wrong):
+    """Not a timeout after the call's full wait: the server answered, with something that is
+    not a reply; the model is told what was wrong with it, the spans its class."""
+    recorder = Recorder()
+    with hostile(recorder, timeout=30) as server:
+        started = time.monotonic()
+        run = Agent(FakeModel([tool_call(tool), tool_call("stray_line"), "done"]), Registry(server.tools()),
+                    **recorder.providers).run("go")
+        took = time.monotonic() - started
+        assert server.connections == 1
+    unreadable, after_stray_line = [r for step in run.steps for r in step.tool_results]
+    assert (unreadable.outcome, unreadable.error_type) == (ToolOutcome.ERROR, "MCPInvalidReply")
+    assert "could not be read" in unreadable.content and wrong in unreadable.content
+    assert took < 20, f"{took:.1f} s: the call waited for its timeout"
+    assert (after_stray_line.outcome, after_stray_line.content) == (ToolOutcome.OK, "after the stray line"), \
+        "a line that names no request (a log line on stdout) is ignored, and the session goes on"
+    assert tool_spans(recorder)[0].attributes[N.ERROR_TYPE] == "MCPInvalidReply"
+
+
+def test_a_tool_list_nested_deeper_than_the_sdk_reads_is_named_at_the_with_not_no_answer_in_time():
+    recorder = Recorder()
+    started = time.monotonic()
+    with pytest.raises(MCPUnavailable) as raised:
+        with hostile(recorder, "--deep-schema", "300", connect_timeout=20):
+            pass
+    assert time.monotonic() - started < 15, "it ended when the reply came, not at connect_timeout"
+    assert "no answer in time" not in str(raised.value) and "recursion limit exceeded" in str(raised.value)
+    assert isinstance(raised.value.__cause__, MCPInvalidReply)
+    [listing] = named(recorder, "tools/list")
+    [connect] = named(recorder, N.MCP_CONNECT_SPAN_NAME)
+    assert listing.attributes[N.ERROR_TYPE] == connect.attributes[N.ERROR_TYPE] == "MCPInvalidReply"
+    assert all(span.end_time is not None for span in recorder.spans())

@@ -12,6 +12,11 @@ from pathlib import Path
 import pytest
 
 import tracedagent
+# The plugin imports the testing toolkit only when a test asks for the fixture. Imported here, it
+# is in sys.modules before pytester's in-process sessions start: each of those restores
+# sys.modules when it ends, and would otherwise drop the toolkit - and the process-wide span
+# router it installed in the global provider, which can be set only once - with the first session.
+import tracedagent.testing  # noqa: F401
 
 ROOT = Path(tracedagent.__file__).resolve().parents[1]
 
@@ -226,3 +231,39 @@ def test_a_failing_assertion_reads_well_in_pytest_output(pytester: pytest.Pytest
         "E*steps:        1",
     ])
     assert "_assertions.py" not in result.stdout.str()  # the helper's own frame is hidden
+
+
+def test_loading_the_plugin_imports_neither_the_sdk_nor_the_loop():
+    """pytest loads the plugin in every session of every project that has tracedagent installed:
+    it must cost next to nothing until a test asks for the fixture (benchmarks/plugin_load.py
+    measures it). A fresh interpreter, as pytest's own would be."""
+    import subprocess
+    import sys
+
+    child = ("import sys, pytest, tracedagent.pytest_plugin\n"
+             "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry', 'rich', 'click', "
+             "'tracedagent._agent', 'tracedagent._export', 'tracedagent._testing'))))\n"
+             "import tracedagent.testing\n"
+             "print('opentelemetry.sdk.trace' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60,
+                          env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert done.returncode == 0, done.stderr
+    loaded, sdk_after_first_use = done.stdout.splitlines()
+    assert loaded == "[]"
+    assert sdk_after_first_use == "True"  # the fixture's first use imports what it needs
+
+
+def test_every_public_name_is_there_though_imported_on_first_use():
+    """``tracedagent/__init__`` imports its names lazily (PEP 562): each one of ``__all__`` still
+    resolves, star-imports, and is the object its module defines."""
+    import importlib
+
+    names: dict[str, object] = {}
+    exec("from tracedagent import *", names)
+    assert set(tracedagent.__all__) <= set(names)
+    assert set(tracedagent.__all__) == set(tracedagent._EXPORTS) | {"__version__"}
+    for name, module in tracedagent._EXPORTS.items():
+        assert getattr(tracedagent, name) is getattr(importlib.import_module(module, "tracedagent"), name)
+    assert set(tracedagent.__all__) <= set(dir(tracedagent))
+    with pytest.raises(AttributeError):
+        tracedagent.NoSuchThing  # noqa: B018

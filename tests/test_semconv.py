@@ -228,13 +228,9 @@ def _advice(report: Any) -> Iterator[dict[str, Any]]:
             yield from _advice(value)
 
 
-@pytest.fixture(scope="session", params=[False, True], ids=["content-off", "content-on"])
-def live_check(request, registry, tmp_path_factory) -> dict[str, Any]:
-    """Every demo scenario sent to ``weaver registry live-check``'s own OTLP receiver (spans and
-    metrics, through ``configure()``), with content capture off or on; its report, exit status
-    and the demo's output."""
-    capture = request.param
-    out = tmp_path_factory.mktemp("live-check")
+def run_live_check(registry: Path, out: Path, demo_args: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """``tracedagent demo DEMO_ARGS`` sent to ``weaver registry live-check``'s own OTLP receiver
+    (spans and metrics, through ``configure()``); its report, exit status and the demo's output."""
     grpc, admin = _free_port(), _free_port()
     checker = subprocess.Popen(
         [str(weaver()), "registry", "live-check", "-r", str(registry), "--include-unreferenced",
@@ -243,12 +239,12 @@ def live_check(request, registry, tmp_path_factory) -> dict[str, Any]:
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "NO_COLOR": "1"})
     try:
         _wait_for_port(grpc, checker)
-        env = {**os.environ, N.ENV_CAPTURE_CONTENT: "true" if capture else "false"}
+        env = dict(env)
         for variable in (N.ENV_OTLP_ENDPOINT, N.ENV_OTLP_TRACES_ENDPOINT, N.ENV_OTLP_METRICS_ENDPOINT,
                          N.ENV_OTLP_PROTOCOL, N.ENV_OTLP_HEADERS):
             env.pop(variable, None)
-        demo = subprocess.run([sys.executable, "-m", "tracedagent", "demo", "--otlp", f"http://127.0.0.1:{grpc}",
-                               "--pace", "0", "--out", str(out / "demo.otlp.json")],
+        demo = subprocess.run([sys.executable, "-m", "tracedagent", "demo", *demo_args, "--otlp",
+                               f"http://127.0.0.1:{grpc}", "--out", str(out / "demo.otlp.json")],
                               capture_output=True, text=True, timeout=300, env=env)
         assert demo.returncode == 0, demo.stderr
         urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{admin}/stop", method="POST"),
@@ -259,14 +255,26 @@ def live_check(request, registry, tmp_path_factory) -> dict[str, Any]:
             checker.kill()
             checker.wait()
     stderr = checker.stderr.read().decode(errors="replace") if checker.stderr else ""
-    return {"capture": capture, "returncode": checker.returncode, "stderr": stderr, "demo": demo.stdout,
+    return {"returncode": checker.returncode, "stderr": stderr, "demo": demo.stdout,
             "report": json.loads((out / "live_check.json").read_text())}
 
 
+def violations(report: dict[str, Any]) -> dict[tuple[str, str, str], int]:
+    findings = collections.Counter((a["level"], a["id"], a.get("message", "")) for a in _advice(report["samples"]))
+    return {k: v for k, v in findings.items() if k[0] == "violation"}
+
+
+@pytest.fixture(scope="session", params=[False, True], ids=["content-off", "content-on"])
+def live_check(request, registry, tmp_path_factory) -> dict[str, Any]:
+    """Every demo scenario through ``run_live_check``, with content capture off or on."""
+    capture = request.param
+    env = {**os.environ, N.ENV_CAPTURE_CONTENT: "true" if capture else "false"}
+    result = run_live_check(registry, tmp_path_factory.mktemp("live-check"), ["--pace", "0"], env)
+    return {"capture": capture, **result}
+
+
 def test_live_check_finds_no_violation_in_any_demo_run(live_check):
-    findings = collections.Counter((a["level"], a["id"], a.get("message", "")) for a in _advice(live_check["report"]["samples"]))
-    violations = {k: v for k, v in findings.items() if k[0] == "violation"}
-    assert violations == {}
+    assert violations(live_check["report"]) == {}
     assert live_check["returncode"] == 0, live_check["stderr"][-2000:]
 
 

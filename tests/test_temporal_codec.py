@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped in CI
+pytest.importorskip("temporalio")  # the test group installs it: never skipped in CI
 
 from tracedagent import Agent, Budget, Completion, Stop, ToolCall, ToolOutcome, ToolResult, Usage  # noqa: E402
 from tracedagent._core._records import error_type  # noqa: E402
@@ -102,3 +102,22 @@ def test_an_agent_with_a_tool_that_needs_approval_is_hosted_and_an_approved_call
     # the activity dispatches an approved call without asking again, a plain one fails closed
     assert isinstance(call_from_data(call_to_data(Approved("r1", "refund", {}))), Approved)
     assert not isinstance(call_from_data(call_to_data(ToolCall(id="r1", name="refund", arguments={}))), Approved)
+
+
+def test_the_private_temporalio_module_used_is_there_and_temporalio_is_bounded_for_it():
+    """tracedagent.temporal takes its workflow span ids from a private temporalio module: the
+    extra bounds temporalio to the releases checked to have it, and the installed one must be
+    one of them (else this import is what breaks)."""
+    import importlib.metadata
+    import re
+    from pathlib import Path
+
+    from packaging.specifiers import SpecifierSet
+
+    from tracedagent.temporal import _telemetry
+
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    [bound] = re.findall(r'^temporal = \["temporalio([^"]+)"\]', pyproject, re.M)
+    assert "<" in bound, "no upper bound for a private import"
+    assert importlib.metadata.version("temporalio") in SpecifierSet(bound)
+    assert _telemetry.TemporalIdGenerator.__module__ == "temporalio.contrib.opentelemetry._id_generator"

@@ -15,15 +15,20 @@ pytest-xdist worker is its own process with its own providers, so parallel runs 
 isolated too. Set the ini option ``tracedagent_capture_global = false`` to keep the
 global providers untouched; the fixture then records only agents given
 ``**tracedagent_recorder.providers``.
+
+Loading it costs next to nothing (``benchmarks/plugin_load.py`` measures it): pytest loads the
+plugin of every installed package in every test run, so the testing toolkit - and with it the
+OpenTelemetry SDK - is imported inside the fixture, by the first test that asks for it.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import pytest
 
-from .testing import Recorder
+if TYPE_CHECKING:
+    from .testing import Recorder
 
 __all__ = ["tracedagent_recorder"]
 
@@ -41,6 +46,8 @@ def tracedagent_recorder(request: pytest.FixtureRequest) -> Iterator[Recorder]:
     """A ``Recorder`` for this test only: pass ``**tracedagent_recorder.providers`` to an
     ``Agent``, or let the agent use the global providers (recorded unless the
     ``tracedagent_capture_global`` ini option is false)."""
+    from .testing import Recorder  # here, not at load: see the module's docstring
+
     recorder = Recorder()
     if request.config.getini(INI_CAPTURE_GLOBAL):
         recorder.start()

@@ -6,8 +6,9 @@ traces itself (the SDK's server spans, plus one span of its own inside ``lookup`
 to that collector, so a test can see its spans join the caller's trace.
 
 Its tools are the cases a client must name: a plain answer, structured content, an image, an
-``isError`` result, a JSON-RPC error, a call that never answers, a process that dies mid-call,
-and a tool list that changes.
+``isError`` result, a JSON-RPC error, a call that never answers or answers late (``nap``), a
+process that dies mid-call, and a tool list that changes. (``hostile.py`` is the server that
+breaks the protocol itself.)
 """
 
 from __future__ import annotations
@@ -74,6 +75,13 @@ async def hang(started: str = "") -> str:
             marker.write(str(os.getpid()))
     await asyncio.Event().wait()
     return "unreachable"
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Answers after ``seconds``."""
+    await asyncio.sleep(seconds)
+    return "rested"
 
 
 @server.tool()

@@ -22,7 +22,7 @@ from tracedagent.testing import FakeModel, tool_call
 
 from ._temporal import TEMPORAL, require_temporal, run_facts, tree
 
-temporalio = pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped in CI
+temporalio = pytest.importorskip("temporalio")  # the test group installs it: never skipped in CI
 from temporalio.client import Client  # noqa: E402
 
 from tracedagent.temporal import run_on_temporal, worker  # noqa: E402

@@ -19,7 +19,7 @@ from ._stack import eventually, jaeger_trace
 from ._temporal import TEMPORAL, require_temporal
 from .test_temporal_workers import spans_by_name, tags, workers  # noqa: F401  (the fixture)
 
-pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped in CI
+pytest.importorskip("temporalio")  # the test group installs it: never skipped in CI
 from temporalio.client import Client, WorkflowUpdateFailedError  # noqa: E402
 from temporalio.service import RPCError  # noqa: E402
 

@@ -22,7 +22,7 @@ from tracedagent._core import _names as N
 from ._stack import ROOT, eventually, jaeger_trace
 from ._temporal import TEMPORAL, require_temporal
 
-pytest.importorskip("temporalio")  # the [test] extra installs it: never skipped in CI
+pytest.importorskip("temporalio")  # the test group installs it: never skipped in CI
 from temporalio.client import Client  # noqa: E402
 
 from tracedagent.temporal import result_of, run_on_temporal, start_on_temporal  # noqa: E402

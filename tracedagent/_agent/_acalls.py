@@ -6,9 +6,10 @@ out: each call awaited until the run's deadline, a cancellation of the run never
 way (Python 3.11's ``wait_for`` and a tool that swallows ``CancelledError`` can both drop one),
 and a turn's calls each with a copy of the context (the step span
 current), concurrently or one after another. Any async driver (``arun``, a streaming one)
-calls the model and dispatches a turn through these two functions. Code run in a context of its
-own, step by step, whichever task awaits it: ``InContext`` (one awaitable), ``stepped`` (an
-async generator's values, as ``astream`` reads its pump).
+dispatches a turn through these functions; it awaits the model through the instrumented
+model's ``acomplete``, which takes the run's deadline. Code run in a context of its own, step by
+step, whichever task awaits it: ``InContext`` (one awaitable), ``stepped`` (an async generator's
+values, as ``astream`` reads its pump).
 """
 
 from __future__ import annotations
@@ -18,30 +19,17 @@ import contextvars
 from typing import Any, AsyncIterator, Generator, Sequence
 
 from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
-from .._core._records import Completion, Message, ToolCall, ToolResult, cancel_requests, check_completion
+from .._core._records import ToolCall, ToolResult, cancel_requests
 from .._core._machine import RunMachine
 from .._core._run import RunState
-from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
+from .._instrumentation._instrumented import InstrumentedRegistry
 
-__all__ = ["complete", "dispatch", "dispatch_turn", "InContext", "stepped", "Passed", "in_event_loop"]
+__all__ = ["dispatch", "dispatch_turn", "InContext", "stepped", "Passed", "in_event_loop"]
 
 _COUNTS_CANCELLATIONS = hasattr(asyncio.Task, "cancelling")
 """Python 3.11+: a task counts the cancellations asked of it (``cancel_requests``), so one
 asked for while the task was not awaiting anything is seen without a trip round the event
 loop; on 3.10 only ``await asyncio.sleep(0)`` delivers it."""
-
-
-async def complete(model: InstrumentedModel, messages: list[Message], tools: list[dict[str, Any]] | None,
-                   max_output_tokens: int | None, temperature: float | None, deadline: Deadline | None) -> Completion:
-    """One model call inside its ``chat`` span, given what is left of the run's time as its
-    timeout and cut off at the run's ``deadline`` (``DeadlineExceeded``; the span ends marked
-    ``timeout``)."""
-    timeout = None if deadline is None else deadline.left()
-    with model.chat(messages, max_output_tokens, temperature) as chat:
-        completion = check_completion(await awaited(deadline, model.acall(messages, tools, max_output_tokens,
-                                                                          temperature, timeout)))
-        chat.end(completion)
-    return completion
 
 
 async def dispatch(tools: InstrumentedRegistry, call: ToolCall, deadline: Deadline | None) -> ToolResult:

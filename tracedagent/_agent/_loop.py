@@ -11,6 +11,7 @@ instrumented model's and registry's.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -21,8 +22,8 @@ from .._core._budget import Budget
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
 from .._core._machine import Action, CallModel, Dispatch, RunMachine
-from .._core._records import Message, Model, ToolResult
-from .._core._request import ModelSettings
+from .._core._records import Message, ToolResult
+from .._core._request import Model, ModelSettings
 from .._core._signing import CheckpointKey, keyring
 from .._core._run import Run, RunState, current_run, initial_messages
 from ._stream import AgentStream, AsyncAgentStream
@@ -77,8 +78,7 @@ class Agent:
         self.budget = budget
         self.system_prompt = system_prompt
         self._name = name
-        self.max_output_tokens = max_output_tokens
-        self.temperature = temperature
+        self._settings = ModelSettings(max_output_tokens=max_output_tokens, temperature=temperature)
         self.parallel_tool_calls = parallel_tool_calls
         self.max_tool_concurrency = max_tool_concurrency
         self._telemetry = AgentTelemetry(agent_name=name, model=model, description=description, version=version,
@@ -100,6 +100,25 @@ class Agent:
     def name(self) -> str:
         """``gen_ai.agent.name`` on every run's spans and metrics."""
         return self._name
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """The most tokens one answer may have (``gen_ai.request.max_tokens``): every call's
+        ``ModelRequest.settings``."""
+        return self._settings.max_output_tokens
+
+    @max_output_tokens.setter
+    def max_output_tokens(self, value: int | None) -> None:
+        self._settings = dataclasses.replace(self._settings, max_output_tokens=value)
+
+    @property
+    def temperature(self) -> float | None:
+        """Sampling temperature (``gen_ai.request.temperature``), as ``max_output_tokens``."""
+        return self._settings.temperature
+
+    @temperature.setter
+    def temperature(self, value: float | None) -> None:
+        self._settings = dataclasses.replace(self._settings, temperature=value)
 
     @property
     def model(self) -> Model:
@@ -222,19 +241,15 @@ class Agent:
 
     def _driven(self, state: RunState, traced: RunScope) -> RunMachine:
         """The machine of a run, its spans its observer's."""
-        settings = ModelSettings(max_output_tokens=self.max_output_tokens, temperature=self.temperature)
-        return RunMachine(state, self._registry, traced, settings=settings)
+        return RunMachine(state, self._registry, traced, settings=self._settings)
 
     def _pump(self, machine: RunMachine, action: Action) -> Run:
         """``run``: the machine's requests performed in this thread, one call after another."""
         model, tools = self._model, self._tools
         while True:
             if action.__class__ is CallModel:
-                request = action.request
-                settings = request.settings
                 try:
-                    completion = model.complete(request.messages, request.tools, settings.max_output_tokens,
-                                                settings.temperature, timeout=request.timeout)
+                    completion = model.complete(action.request)
                 except (Exception, asyncio.CancelledError) as exc:  # no task to cancel here: the model's own
                     action = machine.model_failed(exc)
                     continue
@@ -252,16 +267,14 @@ class Agent:
                 return action.run
 
     async def _apump(self, machine: RunMachine, action: Action) -> Run:
-        """``arun``: the machine's requests awaited under the run's deadline (``_acalls``), a
-        turn's calls concurrently unless the agent says otherwise."""
+        """``arun``: the machine's requests awaited under the run's deadline (the model's
+        ``acomplete``, ``_acalls`` for the tools), a turn's calls concurrently unless the agent
+        says otherwise."""
         model, tools = self._model, self._tools
         while True:
             if action.__class__ is CallModel:
-                request = action.request
                 try:
-                    completion = await _acalls.complete(model, request.messages, request.tools,
-                                                        request.settings.max_output_tokens,
-                                                        request.settings.temperature, machine.deadline)
+                    completion = await model.acomplete(action.request, deadline=machine.deadline)
                 except (Exception, asyncio.CancelledError) as exc:  # which it is, the machine decides
                     action = machine.model_failed(exc)
                     continue

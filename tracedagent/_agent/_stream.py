@@ -3,7 +3,7 @@ tell of what happens as it happens.
 
 ``_drive`` and ``_adrive`` perform the ``RunMachine``'s requests (``_core/_machine.py``: the
 order of the run and every decision in it) as ``run`` and ``arun`` perform them, with the
-model called to stream (``StreamedModel``), and yield an event at each point a consumer cares
+model called to stream (``InstrumentedModel.stream_turn``), and yield an event at each point a consumer cares
 about: the model's text as it comes, a turn's calls before the run decides on them, each
 result, each step's end and the run's. The machine's observer (the run span) opens and ends
 the run and step spans, as for every driver, so a streamed run and a run of the same script
@@ -38,7 +38,7 @@ from .._core._run import Run, RunState, current_run
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._instrumentation._observer import RunScope
 from .._instrumentation._spans import failure_kind
-from .._instrumentation._streamed import StreamedModel, Turn
+from .._instrumentation._streamed import Turn
 from .._instrumentation._telemetry import AgentTelemetry, ending_elsewhere, guard
 from . import _acalls
 
@@ -63,14 +63,6 @@ class _Agent(Protocol):
                conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]: ...
 
     def _driven(self, state: RunState, traced: RunScope) -> RunMachine: ...
-
-
-def _streamed_model(agent: Any) -> StreamedModel:
-    """The agent's model, called to stream (made once per agent)."""
-    model = agent.__dict__.get("_streamed")
-    if model is None:
-        model = agent.__dict__["_streamed"] = StreamedModel(agent._model, agent._telemetry)
-    return model
 
 
 class _Run:
@@ -208,7 +200,7 @@ class AgentStream(_Stream):
 def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
     """``stream``'s pump: the machine's requests performed in the consumer's thread, between events."""
     agent = h.agent
-    name, model, tools, pending = agent.name, _streamed_model(agent), agent._tools, h.pending
+    name, model, tools, pending = agent.name, agent._model, agent._tools, h.pending
     told = -1  # the last step whose step_end was yielded
     with h as machine:
         deadline = machine.deadline
@@ -216,9 +208,7 @@ def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
         while True:
             if action.__class__ is CallModel:  # the model's text, passed on as it comes
                 request, turn = action.request, Turn()
-                settings = request.settings
-                texts = model.stream(turn, request.messages, request.tools, settings.max_output_tokens,
-                                     settings.temperature, deadline=deadline)
+                texts = model.stream_turn(request, turn, deadline=deadline)
                 try:
                     for text in texts:
                         yield text_delta(name, text)
@@ -328,7 +318,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     sub-agents' events passed on while their calls run. One async generator, the text yielded
     straight from the model's: each layer would cost per chunk."""
     agent = h.agent
-    name, model, tools = agent.name, _streamed_model(agent), agent._tools
+    name, model, tools = agent.name, agent._model, agent._tools
     told, reading = -1, None  # the last step told of; what the pump reads events from
     with h as machine:
         try:
@@ -336,9 +326,7 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
             while True:
                 if action.__class__ is CallModel:  # the model's text, passed on as it comes
                     request, turn = action.request, Turn()
-                    settings = request.settings
-                    reading = texts = model.astream(turn, request.messages, request.tools, settings.max_output_tokens,
-                                                    settings.temperature, deadline=machine.deadline)
+                    reading = texts = model.astream_turn(request, turn, deadline=machine.deadline)
                     try:
                         async for text in texts:
                             yield text_delta(name, text)

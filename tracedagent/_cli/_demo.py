@@ -78,21 +78,26 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
                  capture_content=capture_content)
 
 
-def run_scenario(agent: Agent, scenario: Scenario) -> Run:
+def run_scenario(agent: Agent, scenario: Scenario, on_text: Callable[[str], None] | None = None) -> Run:
     """One run of ``scenario`` with the driver it demonstrates. A run that paused for approval is
     resumed with the scenario's decisions (a trace of its own, linked to the paused run's);
-    the paused run is returned, as it is the scenario's."""
+    the paused run is returned, as it is the scenario's. A streamed run hands each chunk of its
+    text to ``on_text`` as it arrives."""
     if scenario.driver == "arun":
-        run = asyncio.run(agent.arun(scenario.task))
+        run = asyncio.run(agent.arun(scenario.task, scenario.history))
         if scenario.decisions and run.paused is not None:
             asyncio.run(agent.aresume(run.checkpoint(), scenario.decisions))
         return run
     if scenario.driver == "stream":
-        with agent.stream(scenario.task) as stream:
-            for _ in stream:
-                pass
+        with agent.stream(scenario.task, scenario.history) as stream:
+            for event in stream:
+                if event.type == "text_delta":
+                    if on_text is not None:
+                        on_text(event.text)
+                    if scenario.reader_leaves:
+                        break  # leaving the block closes the stream: the run ends cancelled
         return stream.run
-    run = agent.run(scenario.task)
+    run = agent.run(scenario.task, scenario.history)
     if scenario.decisions and run.paused is not None:
         agent.resume(run.checkpoint(), scenario.decisions)
     return run
@@ -117,9 +122,11 @@ def _slowed(t: Tool, seconds: float) -> Tool:
 
 
 def run_plan(plan: Iterable[Scenario], *, concurrency: int, make_agent: Callable[[Scenario], Agent],
-             on_finished: Callable[[int, Run], None] = lambda index, run: None) -> int:
+             on_finished: Callable[[int, Run], None] = lambda index, run: None,
+             on_text: Callable[[Scenario, str], None] | None = None) -> int:
     """Run each scenario of ``plan`` once, ``concurrency`` at a time, handing each ``Run`` to
-    ``on_finished(index, run)`` as it ends (in the thread that ran it); returns how many ran.
+    ``on_finished(index, run)`` as it ends (in the thread that ran it), and each chunk of a
+    streamed run's text to ``on_text(scenario, chunk)``; returns how many ran.
 
     Nothing here keeps a ``Run``, and at most ``2 * concurrency`` runs wait in the queue, so a
     load of 20,000 runs takes no more memory than one of 20. Threads suffice: the runs wait
@@ -127,7 +134,8 @@ def run_plan(plan: Iterable[Scenario], *, concurrency: int, make_agent: Callable
     """
 
     def one(index: int, scenario: Scenario) -> None:
-        on_finished(index, run_scenario(make_agent(scenario), scenario))
+        text = None if on_text is None else functools.partial(on_text, scenario)
+        on_finished(index, run_scenario(make_agent(scenario), scenario, text))
 
     count = 0
     if concurrency <= 1:

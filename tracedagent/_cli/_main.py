@@ -30,7 +30,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Sequence
 
 import click
 from opentelemetry import metrics
@@ -38,24 +38,24 @@ from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from rich.console import Console, Group
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from . import _doctor
+from . import _local_cmd
 from . import _options
 from . import _replay_cmd
 from . import _stack
 from .._core import _names as N
 from .._core._budget import Stop
 from .._export._configure import Telemetry, configure
-from .._export._endpoints import START_THE_STACK, export_target, shown_url
-from ._demo import SCENARIOS, Recording, Scenario, build_agent, run_plan
+from .._export._endpoints import export_target, shown_url, start_the_stack
+from ._demo import SCENARIOS, Recording, Scenario, build_agent
+from ._progress import run_with_progress
 from .._traces._jaeger import JaegerClient, JaegerError
 from ._listing import SHORT_ID_DIGITS, Listing
 from .._agent._loop import Agent
 from .._traces._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
 from .._traces._recorded import ReplayError
-from ._render import printable, runs_table, stop_counts_table, text, trace_tree
+from ._render import printable, runs_table, scenario_table, stop_counts_table, text, trace_tree
 from .._traces._trace import Trace, group_traces
 from .._core._run import Run
 from .._version import __version__
@@ -75,8 +75,9 @@ _console = Console(highlight=False, markup=False, emoji=False, width=_output_wid
 
 
 def _say(line: str) -> None:
-    """One line of the command's own output; it may quote paths and names the user chose."""
-    _console.print(text(line, limit=None))
+    """One line of the command's own output; it may quote paths and names the user chose. Never
+    wrapped: a URL or a path cut in two by a newline could not be copied or piped on."""
+    _console.print(text(line, limit=None), soft_wrap=True)
 
 
 class CliError(click.ClickException):
@@ -122,17 +123,20 @@ def cli() -> None:
               help="USD per 1,000 output tokens, likewise.")
 @click.option("--pace", type=click.FloatRange(min=0), default=1.0, show_default=True, metavar="FACTOR",
               help="Scale the simulated model and tool latencies; 0 runs without sleeping.")
+@click.option("--local-model", is_flag=True, help="Instead: one real agent on a local model (tracedagent local).")
 def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url: str, service: str | None,
          only: Sequence[str], list_only: bool, runs: int | None, concurrency: int, price_in: float | None,
-         price_out: float | None, pace: float) -> None:
+         price_out: float | None, pace: float, local_model: bool) -> None:
     """Run scripted agents, one per stop reason, and show the trace of each run.
 
     With --otlp URL (or OTEL_EXPORTER_OTLP_ENDPOINT) the spans and metrics also go to that
     collector, and each run's Jaeger link is printed.
     """
-    chosen = [s for s in SCENARIOS if not only or s.name in only]
+    chosen = [_local_cmd.SCENARIO] if local_model else [s for s in SCENARIOS if not only or s.name in only]
+    if local_model and (missing := _local_cmd.local.missing()):
+        raise CliError(missing)
     if list_only:
-        _console.print(_scenario_list(chosen))
+        _console.print(scenario_table(chosen))
         return
     load_mode = runs is not None
     total = len(chosen) if runs is None else runs
@@ -159,7 +163,11 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
     tracer_provider.add_span_processor(recording)
     trace_ids: dict[int, str] = {}  # by place in the plan, for the trees and links; load mode keeps none
 
+    server = _local_cmd.Started() if local_model else None  # started by its first agent, stopped below
+
     def make_agent(scenario: Scenario) -> Agent:
+        if server is not None:
+            return server.agent(tracer_provider=tracer_provider, meter_provider=meter_provider)
         return build_agent(scenario, pace=pace, price_in=price_in, price_out=price_out,
                            tracer_provider=tracer_provider, meter_provider=meter_provider)
 
@@ -169,21 +177,23 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
 
     started = time.perf_counter()
     try:
-        count = _with_progress(itertools.islice(itertools.cycle(chosen), total), total, concurrency, make_agent,
-                               finished)
+        count = run_with_progress(itertools.islice(itertools.cycle(chosen), total), total, concurrency, make_agent,
+                                  finished, _console)
         seconds = time.perf_counter() - started  # the runs alone: not the final flush
     except BaseException:
         writer.discard()
         raise
     finally:
         _stop_telemetry(telemetry, tracer_provider)
+        if server is not None:
+            server.stop()
     writer.close()
     if recording.error is not None:
         raise CliError(f"could not record the spans in {out}: {recording.error}")
 
     jaeger = shown_url(jaeger_url).rstrip("/")  # links to print: the browser asks for credentials
     if load_mode:
-        _console.print(stop_counts_table(recording.tally, title=f"{count} runs by stop reason"))
+        _console.print(stop_counts_table(recording.tally, title=f"{count} run{'s' if count != 1 else ''} by stop reason"))
     else:
         resumed = {run.resumed_from: tree for tree in recording.trees.values() for run in tree.runs()[:1]
                    if run.resumed_from}  # a paused run's resumption follows it
@@ -202,23 +212,13 @@ def demo(out: Path, otlp_endpoint: str | None, protocol: str | None, jaeger_url:
         _say(f"In Jaeger: {jaeger}/search?service={service}")
     # Spans the collector accepted, not spans produced: an export that failed shows here.
     sent = f"; {telemetry.spans_exported} exported to {telemetry.endpoint}" if telemetry is not None else ""
-    _say(f"{count} runs in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} runs/s); "
+    _say(f"{count} run{'s' if count != 1 else ''} in {seconds:.1f} s ({count / max(seconds, 1e-9):.1f} runs/s); "
          f"{writer.spans} spans written to {out}{sent}")
     if not load_mode and writer.spans:
         _say(f"See them again: `tracedagent show {out}`, or in Jaeger's UI (Search page, Upload tab).")
     if telemetry is not None and telemetry.spans_exported < writer.spans:
         raise CliError(f"only {telemetry.spans_exported} of {writer.spans} spans reached the collector "
                        f"at {telemetry.endpoint} ({telemetry.protocol}); `tracedagent doctor` checks the endpoints")
-
-
-def _scenario_list(scenarios: Sequence[Scenario]) -> Table:
-    table = Table(header_style="bold")
-    table.add_column("scenario", no_wrap=True)
-    table.add_column("stops with", no_wrap=True)
-    table.add_column("what happens")
-    for s in scenarios:
-        table.add_row(text(s.name), text(s.stops_with.value), text(s.story))
-    return table
 
 
 def _stop_telemetry(telemetry: Telemetry | None, tracer_provider: TracerProvider) -> None:
@@ -229,20 +229,6 @@ def _stop_telemetry(telemetry: Telemetry | None, tracer_provider: TracerProvider
         return
     telemetry.force_flush(5.0)
     telemetry.shutdown()
-
-
-def _with_progress(plan: Iterable[Scenario], total: int, concurrency: int, make_agent: Callable[[Scenario], Agent],
-                   on_finished: Callable[[int, Run], None]) -> int:
-    """``run_plan`` under a progress bar (on a terminal; a pipe gets no bar)."""
-    columns = (TextColumn("runs", style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=_console, transient=True, disable=not _console.is_terminal) as progress:
-        task = progress.add_task("runs", total=total)
-
-        def finished(index: int, run: Run) -> None:
-            on_finished(index, run)
-            progress.advance(task)
-
-        return run_plan(plan, concurrency=concurrency, make_agent=make_agent, on_finished=finished)
 
 
 def _print_traces(traces: Sequence[Trace], *, title: str) -> None:
@@ -422,8 +408,9 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
         _say(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")
         return
     _say(f"{down} of {len(checks)} endpoints unreachable ({seconds:.1f} s). Start the local stack with "
-         f"{START_THE_STACK}; see collector/README.md.")
+         f"{start_the_stack()}.")
     sys.exit(1)
 
 
 cli.add_command(_stack.stack)
+cli.add_command(_local_cmd.local_group)

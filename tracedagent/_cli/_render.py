@@ -23,7 +23,7 @@ from .._core import _names as N
 from .._traces._printable import MAX_SHOWN, printable
 from .._traces._trace import RunSummary, SpanRecord, Trace, string_list
 
-__all__ = ["StopTally", "trace_tree", "runs_table", "stop_counts_table", "format_duration", "format_cost",
+__all__ = ["StopTally", "scenario_table", "trace_tree", "runs_table", "stop_counts_table", "format_duration", "format_cost",
            "stop_style", "printable", "text", "MAX_SHOWN"]
 
 
@@ -204,3 +204,14 @@ def _details(span: SpanRecord) -> list[Text]:
 def _in_out(attributes: Mapping[str, Any], input_key: str, output_key: str) -> Text:
     """``120 in / 30 out`` (attributes from a foreign span may hold anything: drawn as text)."""
     return text(f"{attributes[input_key]} in / {attributes.get(output_key, 0)} out", "dim")
+
+
+def scenario_table(scenarios: Sequence[Any]) -> Table:
+    """``tracedagent demo --list``: each scenario's name, the stop it shows, and its story."""
+    table = Table(header_style="bold")
+    table.add_column("scenario", no_wrap=True)
+    table.add_column("stops with", no_wrap=True)
+    table.add_column("what happens")
+    for s in scenarios:
+        table.add_row(text(s.name), text(s.stops_with.value), text(s.story))
+    return table

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from .._core._budget import Budget, Stop
-from .._core._records import Completion, ToolCall
+from .._core._records import Completion, Message, ToolCall
 from .._core._tools import Ask, FatalToolError, Policy, ToolError, ask
 from .._testing._fake import ScriptItem, tool_call
 
@@ -170,6 +170,11 @@ class Scenario:
     a second run in a trace of its own that links to the first."""
     resumed_stop: Stop = Stop.ANSWERED
     """Why the resumed run ends, when there is one."""
+    reader_leaves: bool = False
+    """``stream`` only: the reader stops at the first chunk of text and leaves the ``with`` block,
+    as a customer closing the chat window would; the run ends ``cancelled``, every span ended."""
+    history: Sequence[Message] = ()
+    """The conversation the run starts from (``Agent.run``'s ``history``)."""
 
     def agents(self) -> list[Scenario]:
         """This scenario and its sub-agents', depth first: one run each, in the same trace; then
@@ -350,5 +355,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         model_latency=0.05,  # its text then comes in chunks, 10 ms apart
         tool_latency=0.02,
         driver="stream",
+    ),
+    Scenario(
+        name="walked-away",
+        stops_with=Stop.CANCELLED,
+        story="The customer closes the chat mid-answer: the stream's reader leaves, the run ends cancelled.",
+        task="Can I still change the address on my order?",
+        script=["Your order has already shipped, so its address can no longer be changed here; "
+                "the carrier can redirect it once it is on its way."],
+        model_latency=0.02,  # then the text in chunks, 10 ms apart, until the reader leaves at the first
+        tool_latency=0.0,
+        driver="stream",
+        reader_leaves=True,
     ),
 )

@@ -3,7 +3,8 @@
 ``docker-compose.yml`` and every config file it bind-mounts ship as package data
 (``stack_files/``): in the repository those entries are symbolic links to the repository's own
 ``docker-compose.yml`` and ``collector/`` files, so there is one copy of each, and a wheel or
-sdist carries their contents. The command writes them into a folder with the layout the
+sdist carries their contents. ``stack_files/README.md`` is the folder's own: what a pip user,
+who has no repository to read, needs to start and know each service. The command writes them into a folder with the layout the
 compose file expects (``./collector/...`` beside it), and says what to run next.
 
 It never overwrites a file that differs from the packaged one unless told to (``--force``): a
@@ -99,7 +100,8 @@ def stack(folder: Path, force: bool) -> None:
             f"{', '.join(printable(str(p)) for p in result.conflicts)}; nothing was written. --force overwrites them")
     click.echo(f"{len(result.written)} files written to {shown}"
                + (f", {len(result.unchanged)} already up to date" if result.unchanged else "") + ".")
-    click.echo("Start the Collector, Jaeger, Prometheus and Alertmanager on 127.0.0.1:")
+    click.echo(f"Start the Collector, Jaeger, Prometheus, Alertmanager and Temporal's development server "
+               f"on 127.0.0.1 ({shown}/README.md says what each is; Temporal only matters to tracedagent.temporal):")
     click.echo(f"  cd {shown} && docker compose up -d")
     click.echo("Then send a demo's runs and open Jaeger at http://localhost:16686:")
     click.echo("  tracedagent demo --otlp http://127.0.0.1:4317")

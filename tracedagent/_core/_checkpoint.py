@@ -44,6 +44,7 @@ from ._checkpoint_errors import (AlreadyResumed, BadDecisions, CheckpointError, 
 from ._messages import MalformedMessage, check_messages
 from ._records import Message
 from ._signing import SIGNATURE, CheckpointKey, Keyring, Origin, call_digest, keyring, signature_block, verify
+from ._usage import Spent  # the usage record's snapshot: what a paused run had spent
 
 __all__ = ["CHECKPOINT_VERSION", "Checkpoint", "PendingCall", "Spent", "SubAgentPause", "CheckpointError",
            "MalformedCheckpoint", "UnknownCheckpointVersion", "WrongAgent", "BadDecisions", "DecisionMismatch",
@@ -90,28 +91,6 @@ class PendingCall:
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments, "reason": self.reason}
-
-
-@dataclass(frozen=True, kw_only=True)
-class Spent:
-    """What a run used of its budget before it paused: a resumed run is bounded by the rest."""
-
-    steps: int = 0
-    """Model calls made."""
-    input_tokens: int = 0
-    """Input tokens, its sub-agents' included."""
-    output_tokens: int = 0
-    """Output tokens, its sub-agents' included."""
-    cost: float = 0.0
-    """USD at the budget's prices."""
-    cache_read_input_tokens: int = 0
-    """Of ``input_tokens``, those read from the providers' prompt caches (0 in a version-1 checkpoint)."""
-    cache_creation_input_tokens: int = 0
-    """Of ``input_tokens``, those written to the providers' prompt caches (0 in a version-1 checkpoint)."""
-    tool_calls: int = 0
-    """Tool calls requested (``Budget.max_tool_calls`` counts these)."""
-    seconds: float = 0.0
-    """Time running: waiting for a person does not count against ``max_seconds``."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,7 @@ from typing import Awaitable, Protocol, TypeVar
 
 from ._records import cancel_requests
 
-__all__ = ["Clock", "Deadline", "DeadlineExceeded", "awaited"]
+__all__ = ["Clock", "Deadline", "DeadlineExceeded", "RunDeadlineExceeded", "awaited"]
 
 T = TypeVar("T")
 
@@ -31,6 +31,13 @@ class Clock(Protocol):
 class DeadlineExceeded(Exception):
     """Work was cancelled because its deadline came: the run's time budget ran out while a call
     was in flight, or a tool ran past its own ``timeout``."""
+
+
+class RunDeadlineExceeded(DeadlineExceeded):
+    """Raised by a tool that watches the run's deadline itself and stopped its work there (an
+    MCP call, whose work runs on a loop of its own and can be cancelled even under ``run``):
+    the registry records the call as cut off by the run's deadline (``deadline_cut``), as the
+    drivers record a call they cut."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

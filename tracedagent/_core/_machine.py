@@ -127,7 +127,7 @@ class RunMachine:
     inside it (a run started by a tool is its sub-run), and an exception out of it is told to
     the observer with what the run had used."""
 
-    __slots__ = ("state", "registry", "observer", "run", "may_start", "_settings", "_tools", "_request", "_next",
+    __slots__ = ("state", "registry", "observer", "run", "may_start", "_settings", "_tools", "_next",
                  "_last", "_step", "_calling", "_token")
 
     def __init__(self, state: RunState, registry: Registry, observer: Observer, *,
@@ -139,8 +139,6 @@ class RunMachine:
         """The ``Run`` once the machine has finished."""
         self._settings = settings
         self._tools = registry.schemas() or None  # no tools: None, not []
-        self._request: ModelRequest | None = None
-        """The request of a run without a time budget, made once."""
         self.may_start = state.may_start
         """Whether the turn's next call is dispatched, asked before each (``RunState.may_start``:
         not once the run's time is up): the same answer for every driver."""
@@ -284,12 +282,7 @@ class RunMachine:
         self._next = i + 1
         self.observer.step_started(i)
         self._calling = True
-        if state.deadline is not None:  # the time left is the call's timeout
-            return CallModel(ModelRequest(messages=state.messages, tools=self._tools, settings=self._settings,
-                                          timeout=state.deadline.left()), i)
-        if self._request is None:  # the conversation is the run's own list: one request serves every call
-            self._request = ModelRequest(messages=state.messages, tools=self._tools, settings=self._settings)
-        return CallModel(self._request, i)
+        return CallModel(state.request(self._tools, self._settings), i)
 
     def _finish(self, run: Run) -> Finish:
         """Every stop: the observer ends the spans, a sub-agent's run is kept by its caller's."""

@@ -35,16 +35,17 @@ class MalformedMessage(ValueError):
     (``None``: the list itself), ``field`` the key that is wrong."""
 
     def __init__(self, index: int | None, field: str, problem: str) -> None:
-        where = "the messages" if index is None else f"message {index}"
+        where = "the conversation" if index is None else f"message {index}"
         super().__init__(f"{where}: {field!r} {problem}")
         self.index = index
         self.field = field
 
 
-def check_messages(messages: Any) -> None:
-    """Raise ``MalformedMessage`` unless ``messages`` is a list of loop messages (see above)."""
+def check_messages(messages: Any, name: str = "messages") -> None:
+    """Raise ``MalformedMessage`` unless ``messages`` is a list of loop messages (see above);
+    ``name`` is what the caller calls the list (a Temporal request's ``history``)."""
     if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Sequence):
-        raise MalformedMessage(None, "messages", f"is {type(messages).__name__}, not a list of messages")
+        raise MalformedMessage(None, name, f"is not a list of messages (a {type(messages).__name__})")
     asked: Counter[str] = Counter()  # the ids the last assistant turn asked for, not yet answered
     for i, message in enumerate(messages):
         if not isinstance(message, Mapping):

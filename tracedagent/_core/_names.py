@@ -1,20 +1,17 @@
 """Every span, attribute, event, metric and environment-variable name tracedagent emits.
 
 One module so that the telemetry contract can be read (and reviewed) in one place.
-Names the OpenTelemetry GenAI semantic conventions define come from the
-``opentelemetry-semantic-conventions`` package; everything they lack lives under
-``tracedagent.*``. ``docs/telemetry.md`` documents each of them.
+Names the OpenTelemetry GenAI semantic conventions define are theirs, and the standard
+environment variables are the SDK's; everything they lack lives under ``tracedagent.*``.
+``docs/telemetry.md`` documents each of them.
+
+Written out as strings rather than imported: ``_core`` imports only the standard library (the
+semantic-conventions package keeps the GenAI names in a private ``_incubating`` module, and
+the environment variables' names are the SDK's); ``tests/test_names.py`` holds each to the
+package it comes from.
 """
 
 from __future__ import annotations
-
-from opentelemetry import environment_variables as _api_env
-from opentelemetry.sdk import environment_variables as _sdk_env
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
-from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gen_ai_metrics
-from opentelemetry.semconv.attributes import error_attributes as _error
-from opentelemetry.semconv.attributes import network_attributes as _network
-from opentelemetry.semconv.attributes import server_attributes as _server
 
 TRACER_NAME = "tracedagent"
 """The fixed instrumentation scope of every span and metric (``otel.scope.name``)."""
@@ -27,43 +24,42 @@ STEP_SPAN_NAME = "step"
 """Step spans share one low-cardinality name; the index is an attribute."""
 
 # --- GenAI semantic-convention attributes ----------------------------------------
-GEN_AI_OPERATION_NAME = _gen_ai.GEN_AI_OPERATION_NAME
-GEN_AI_PROVIDER_NAME = _gen_ai.GEN_AI_PROVIDER_NAME
-GEN_AI_AGENT_NAME = _gen_ai.GEN_AI_AGENT_NAME
-GEN_AI_AGENT_ID = _gen_ai.GEN_AI_AGENT_ID
+GEN_AI_OPERATION_NAME = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_AGENT_NAME = "gen_ai.agent.name"
+GEN_AI_AGENT_ID = "gen_ai.agent.id"
 """``Agent(agent_id=...)``, else a UUID of the agent's name and version: stable across processes."""
-GEN_AI_AGENT_DESCRIPTION = _gen_ai.GEN_AI_AGENT_DESCRIPTION
-GEN_AI_AGENT_VERSION = _gen_ai.GEN_AI_AGENT_VERSION
-GEN_AI_REQUEST_MODEL = _gen_ai.GEN_AI_REQUEST_MODEL
-GEN_AI_REQUEST_MAX_TOKENS = _gen_ai.GEN_AI_REQUEST_MAX_TOKENS
-GEN_AI_REQUEST_TEMPERATURE = _gen_ai.GEN_AI_REQUEST_TEMPERATURE
-GEN_AI_RESPONSE_MODEL = _gen_ai.GEN_AI_RESPONSE_MODEL
-GEN_AI_RESPONSE_ID = _gen_ai.GEN_AI_RESPONSE_ID
-GEN_AI_RESPONSE_FINISH_REASONS = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
-GEN_AI_USAGE_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
-GEN_AI_USAGE_OUTPUT_TOKENS = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
-GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
-GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = _gen_ai.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
-GEN_AI_TOKEN_TYPE = _gen_ai.GEN_AI_TOKEN_TYPE
-GEN_AI_CONVERSATION_ID = _gen_ai.GEN_AI_CONVERSATION_ID
+GEN_AI_AGENT_DESCRIPTION = "gen_ai.agent.description"
+GEN_AI_AGENT_VERSION = "gen_ai.agent.version"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
 """On every ``invoke_agent`` span of a conversation's runs; never a metric label (unbounded)."""
-GEN_AI_TOOL_NAME = _gen_ai.GEN_AI_TOOL_NAME
-GEN_AI_TOOL_CALL_ID = _gen_ai.GEN_AI_TOOL_CALL_ID
-GEN_AI_TOOL_TYPE = _gen_ai.GEN_AI_TOOL_TYPE
+GEN_AI_TOOL_NAME = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
 # Content attributes: only ever set when the user opted in to content capture.
-GEN_AI_INPUT_MESSAGES = _gen_ai.GEN_AI_INPUT_MESSAGES
-GEN_AI_OUTPUT_MESSAGES = _gen_ai.GEN_AI_OUTPUT_MESSAGES
-GEN_AI_SYSTEM_INSTRUCTIONS = _gen_ai.GEN_AI_SYSTEM_INSTRUCTIONS
-GEN_AI_TOOL_CALL_ARGUMENTS = _gen_ai.GEN_AI_TOOL_CALL_ARGUMENTS
-GEN_AI_TOOL_CALL_RESULT = _gen_ai.GEN_AI_TOOL_CALL_RESULT
-GEN_AI_REQUEST_STREAM = getattr(_gen_ai, "GEN_AI_REQUEST_STREAM", "gen_ai.request.stream")
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_REQUEST_STREAM = "gen_ai.request.stream"
 """``true`` on the ``chat`` span of a streamed model call (the conventions: set if and only if streaming)."""
-GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = getattr(_gen_ai, "GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK",
-                                              "gen_ai.response.time_to_first_chunk")
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 """Seconds from the streamed request to its first chunk, on the ``chat`` span (absent if none came)."""
-ERROR_TYPE = _error.ERROR_TYPE
-SERVER_ADDRESS = _server.SERVER_ADDRESS
-SERVER_PORT = _server.SERVER_PORT
+ERROR_TYPE = "error.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
 
 TOOL_TYPE_FUNCTION = "function"
 TOKEN_TYPE_INPUT = "input"
@@ -140,6 +136,15 @@ DRIVER_ASTREAM = "astream"
 RESPONSE_CHUNKS = "tracedagent.response.chunks"
 """On the ``chat`` span of a streamed model call: how many chunks arrived (text deltas, tool-call
 fragments and the provider's closing report); nothing is recorded per chunk."""
+REQUEST_TOOL_CHOICE = "tracedagent.request.tool_choice"
+"""On the ``chat`` span, set by a model adapter whose request carried a ``tool_choice``: what it
+asked, as ``auto``, ``none``, ``required`` (Anthropic's ``any``) or ``function`` (one named tool)."""
+REQUEST_TOOL_CHOICE_NAME = "tracedagent.request.tool_choice_name"
+"""With ``tracedagent.request.tool_choice`` = ``function``: the tool the request named."""
+RESPONSE_TOOL_CHOICE_FOLLOWED = "tracedagent.response.tool_choice_followed"
+"""Whether the answer did what ``tracedagent.request.tool_choice`` asked (a call when one was
+required, only the named tool, no call for ``none``); absent for ``auto``. Servers that ignore a
+``tool_choice`` (llama.cpp's treats a named function as ``auto``) show here as ``false``."""
 
 # tracedagent.temporal (docs/temporal.md): a run driven by a Temporal workflow is an ``arun``
 # run (its driver attribute says so, and replay plays it so); these say where it ran.
@@ -191,7 +196,7 @@ MCP_PROTOCOL_VERSION = "mcp.protocol.version"
 JSONRPC_REQUEST_ID = "jsonrpc.request.id"
 RPC_RESPONSE_STATUS_CODE = "rpc.response.status_code"
 """The JSON-RPC error code a server answered with, as a string."""
-NETWORK_TRANSPORT = _network.NETWORK_TRANSPORT
+NETWORK_TRANSPORT = "network.transport"
 NETWORK_TRANSPORT_PIPE = "pipe"
 """``network.transport`` of a stdio server, as the MCP conventions say."""
 NETWORK_TRANSPORT_TCP = "tcp"
@@ -221,10 +226,9 @@ METRIC_APPROVAL_WAIT = "tracedagent.approval.wait"
 """Seconds from a run's pause for approval to its resumption (recorded as it resumes)."""
 METRIC_APPROVAL_DECISIONS = "tracedagent.approval.decisions"
 """Decisions on waiting calls, by agent, tool and ``tracedagent.approval.decision``."""
-METRIC_TOKEN_USAGE = _gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE
-METRIC_OPERATION_DURATION = _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION
-METRIC_TIME_TO_FIRST_CHUNK = getattr(_gen_ai_metrics, "GEN_AI_CLIENT_OPERATION_TIME_TO_FIRST_CHUNK",
-                                     "gen_ai.client.operation.time_to_first_chunk")
+METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
+METRIC_TIME_TO_FIRST_CHUNK = "gen_ai.client.operation.time_to_first_chunk"
 """Streamed model calls only, as the conventions say; its buckets are the duration's."""
 
 TOKEN_USAGE_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576,
@@ -247,35 +251,35 @@ ENV_CONTENT_MAX_LENGTH = "TRACEDAGENT_CONTENT_MAX_LENGTH"
 ENV_CHECKPOINT_KEY = "TRACEDAGENT_CHECKPOINT_KEY"
 """The keys that sign and verify checkpoints when ``Agent(checkpoint_key=...)`` is not given:
 comma-separated, each at least 32 bytes; the first signs, every one verifies (rotation)."""
-ENV_ATTRIBUTE_VALUE_LENGTH_LIMIT = _sdk_env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT
-ENV_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = _sdk_env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT
+ENV_ATTRIBUTE_VALUE_LENGTH_LIMIT = "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"
+ENV_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT"
 """The SDK cuts every string attribute at these (the span one first): captured content is cut
 to fit inside them, so that the SDK's cut never breaks its JSON."""
 # The standard variables ``configure()`` reads itself (endpoints, protocols, timeouts,
 # compression and whether gRPC uses TLS are resolved here and passed to the exporters).
 # Others it leaves to the SDK, which reads them on its own: OTEL_BSP_*,
 # OTEL_METRIC_EXPORT_*, certificates (docs/configure.md).
-ENV_SERVICE_NAME = _sdk_env.OTEL_SERVICE_NAME
-ENV_OTLP_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_ENDPOINT
-ENV_OTLP_TRACES_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
-ENV_OTLP_METRICS_ENDPOINT = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
-ENV_OTLP_PROTOCOL = _sdk_env.OTEL_EXPORTER_OTLP_PROTOCOL
-ENV_OTLP_TRACES_PROTOCOL = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
-ENV_OTLP_METRICS_PROTOCOL = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_PROTOCOL
-ENV_OTLP_HEADERS = _sdk_env.OTEL_EXPORTER_OTLP_HEADERS
-ENV_OTLP_TRACES_HEADERS = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_HEADERS
-ENV_OTLP_METRICS_HEADERS = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_HEADERS
-ENV_OTLP_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_TIMEOUT
-ENV_OTLP_TRACES_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
-ENV_OTLP_METRICS_TIMEOUT = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_TIMEOUT
-ENV_OTLP_COMPRESSION = _sdk_env.OTEL_EXPORTER_OTLP_COMPRESSION
-ENV_OTLP_TRACES_COMPRESSION = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_COMPRESSION
-ENV_OTLP_METRICS_COMPRESSION = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_COMPRESSION
-ENV_OTLP_INSECURE = _sdk_env.OTEL_EXPORTER_OTLP_INSECURE
-ENV_OTLP_TRACES_INSECURE = _sdk_env.OTEL_EXPORTER_OTLP_TRACES_INSECURE
-ENV_OTLP_METRICS_INSECURE = _sdk_env.OTEL_EXPORTER_OTLP_METRICS_INSECURE
-ENV_METRICS_EXPORTER = _api_env.OTEL_METRICS_EXPORTER
-ENV_TRACES_EXPORTER = _api_env.OTEL_TRACES_EXPORTER
+ENV_SERVICE_NAME = "OTEL_SERVICE_NAME"
+ENV_OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+ENV_OTLP_TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+ENV_OTLP_METRICS_ENDPOINT = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+ENV_OTLP_PROTOCOL = "OTEL_EXPORTER_OTLP_PROTOCOL"
+ENV_OTLP_TRACES_PROTOCOL = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+ENV_OTLP_METRICS_PROTOCOL = "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"
+ENV_OTLP_HEADERS = "OTEL_EXPORTER_OTLP_HEADERS"
+ENV_OTLP_TRACES_HEADERS = "OTEL_EXPORTER_OTLP_TRACES_HEADERS"
+ENV_OTLP_METRICS_HEADERS = "OTEL_EXPORTER_OTLP_METRICS_HEADERS"
+ENV_OTLP_TIMEOUT = "OTEL_EXPORTER_OTLP_TIMEOUT"
+ENV_OTLP_TRACES_TIMEOUT = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"
+ENV_OTLP_METRICS_TIMEOUT = "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"
+ENV_OTLP_COMPRESSION = "OTEL_EXPORTER_OTLP_COMPRESSION"
+ENV_OTLP_TRACES_COMPRESSION = "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"
+ENV_OTLP_METRICS_COMPRESSION = "OTEL_EXPORTER_OTLP_METRICS_COMPRESSION"
+ENV_OTLP_INSECURE = "OTEL_EXPORTER_OTLP_INSECURE"
+ENV_OTLP_TRACES_INSECURE = "OTEL_EXPORTER_OTLP_TRACES_INSECURE"
+ENV_OTLP_METRICS_INSECURE = "OTEL_EXPORTER_OTLP_METRICS_INSECURE"
+ENV_METRICS_EXPORTER = "OTEL_METRICS_EXPORTER"
+ENV_TRACES_EXPORTER = "OTEL_TRACES_EXPORTER"
 
 ENV_HANDLE_SIGTERM = "TRACEDAGENT_HANDLE_SIGTERM"
 """``false`` (or ``0``, ``no``, ``off``): ``configure()`` installs no SIGTERM handler; its

@@ -16,10 +16,10 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from ._budget import Budget, Stop
-from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, Spent, SubAgentPause
+from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, SubAgentPause
 from ._deadline import Clock, Deadline
 from ._signing import Keyring, sign_with
-from ._usage import RunUsage
+from ._usage import RunUsage, Spent
 from ._records import ToolOutcome
 
 if TYPE_CHECKING:  # the attributes and methods of RunState this relies on
@@ -64,11 +64,7 @@ class Pausing:
         spent = self.carried = checkpoint.spent
         self.resumed = checkpoint
         self.first_step = spent.steps
-        used = self.usage
-        used.input_tokens, used.output_tokens, used.cost = spent.input_tokens, spent.output_tokens, spent.cost
-        used.tool_calls = spent.tool_calls
-        used.cache_read_input_tokens = spent.cache_read_input_tokens
-        used.cache_creation_input_tokens = spent.cache_creation_input_tokens
+        self.usage.add(spent)  # a fresh state: its totals start from the paused run's
         self._seen_calls = {(name, arguments): times for name, arguments, times in checkpoint.repeats}
         if self.budget.max_seconds is not None:
             self.deadline = Deadline.after(max(0.0, self.budget.max_seconds - spent.seconds), self.clock)
@@ -119,12 +115,8 @@ class Pausing:
         arguments = {call.id: call.arguments for call in calls}
         return sign_with(Checkpoint(
             id=checkpoint_id, agent=self.agent, tools=self.tools, budget=self.budget,
-            spent=Spent(steps=self.first_step + sum(not s.resumed for s in self.steps),
-                        input_tokens=self.usage.input_tokens, output_tokens=self.usage.output_tokens,
-                        cost=self.usage.cost, tool_calls=self.usage.tool_calls,
-                        cache_read_input_tokens=self.usage.cache_read_input_tokens,
-                        cache_creation_input_tokens=self.usage.cache_creation_input_tokens,
-                        seconds=self.carried.seconds + self.clock() - self.started),
+            spent=self.usage.snapshot(steps=self.first_step + sum(not s.resumed for s in self.steps),
+                                      seconds=self.carried.seconds + self.clock() - self.started),
             messages=self.messages, step_index=step.index,
             pending=tuple(PendingCall(id=calls[i].id, name=calls[i].name, arguments=calls[i].arguments, reason=why)
                           for i, why in sorted(step.waiting.items())),

@@ -7,9 +7,9 @@ import sys
 import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
+from typing import Any, Callable, Sequence, TypeVar
 
-__all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Model", "Message", "error_type",
+__all__ = ["Usage", "ToolCall", "Completion", "ToolOutcome", "ToolResult", "Message", "error_type",
            "message_of", "being_cancelled", "cancel_requests", "in_thread", "check_completion", "MAX_TOKEN_COUNT"]
 
 T = TypeVar("T")
@@ -201,29 +201,6 @@ class ToolResult:
     def as_message(self) -> Message:
         return {"role": "tool", "tool_call_id": self.call_id, "name": self.name,
                 "content": self.content}
-
-
-@runtime_checkable
-class Model(Protocol):
-    """Anything that turns a conversation into a ``Completion``.
-
-    A model may also define ``async def acomplete(...)`` with the same parameters, which
-    ``Agent.arun`` awaits; without it, ``arun`` runs ``complete`` in a worker thread. Either
-    may accept a ``timeout`` keyword (seconds): the agent then passes the time its budget has
-    left as the request's timeout.
-
-    Implementations may also expose ``provider_name`` (``gen_ai.provider.name``, e.g.
-    ``"openai"``) and ``model_name`` (``gen_ai.request.model``), plus ``server_address``
-    and ``server_port``; the telemetry reads them when present.
-    """
-
-    def complete(
-        self,
-        messages: list[Message],
-        tools: list[dict[str, Any]] | None = None,
-        max_output_tokens: int | None = None,
-        temperature: float | None = None,
-    ) -> Completion: ...
 
 
 def check_completion(completion: Any) -> Completion:

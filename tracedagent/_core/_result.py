@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ._budget import Stop
-from ._checkpoint import Checkpoint, Spent
+from ._checkpoint import Checkpoint
 from ._pausing import PausedRun, step_fates
-from ._records import Completion, Message, ToolResult
+from ._records import Completion, Message, ToolResult, Usage
+from ._usage import Spent
 
-__all__ = ["ToolNames", "Step", "Run"]
+__all__ = ["ToolNames", "Step", "Run", "usage_of"]
 
 
 class ToolNames(NamedTuple):
@@ -208,3 +209,17 @@ class Run(PausedRun):
 def _own(run: Run, of: Any) -> Any:
     """``of(run)`` without its sub-runs' share: one trace's spans each count their own."""
     return of(run) - sum(of(sub) for sub in run.sub_runs)
+
+
+def usage_of(run: Run) -> Usage:
+    """The tokens a finished run used, its sub-runs' and what it carried from a pause included,
+    as one ``Usage``: what a run that ran elsewhere (a child workflow) is charged to the runs
+    above it (``RunState.charge``), cache tokens with the rest."""
+    cache_read = run.carried.cache_read_input_tokens + run.own_cache_read_input_tokens
+    cache_creation = run.carried.cache_creation_input_tokens + run.own_cache_creation_input_tokens
+    for sub in run.sub_runs:
+        used = usage_of(sub)
+        cache_read += used.cache_read_input_tokens
+        cache_creation += used.cache_creation_input_tokens
+    return Usage(input_tokens=run.input_tokens, output_tokens=run.output_tokens,
+                 cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_creation)

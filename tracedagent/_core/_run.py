@@ -20,21 +20,26 @@ from ._budget import Budget, Stop
 from ._deadline import Clock, Deadline
 from ._messages import check_messages
 from ._pausing import Pausing
+from ._provider_messages import loop_messages
 from ._names import MAX_NAME_LENGTH
 from ._usage import RunUsage
 from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
+from ._request import ModelRequest, ModelSettings
 from ._result import Run, Step, ToolNames
 
 __all__ = ["ToolNames", "Step", "Run", "RunState", "initial_messages", "canonical_arguments", "current_run", "DEADLINE_CUT_RESULT"]
 
 
 def initial_messages(system_prompt: str | None, history: Sequence[Message] | None, task: str) -> list[Message]:
-    """System prompt first if there is one, then the history, then the task. A history that is
-    not a list of loop messages is ``MalformedMessage`` (a ``ValueError``), before anything runs."""
+    """System prompt first if there is one, then the history, then the task. A history in OpenAI's
+    or Anthropic's message shapes is converted to the loop's first (``loop_messages``); one that is
+    not a list of loop messages then is ``MalformedMessage`` (a ``ValueError``; so is a provider's
+    message that does not convert, ``ProviderMessageError``), before anything runs."""
     if history is not None:
+        history = loop_messages(history)
         check_messages(history)
     messages: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    messages.extend(dict(m) for m in history or ())
+    messages.extend(history or ())  # loop_messages made new dicts
     messages.append({"role": "user", "content": task})
     return messages
 
@@ -100,6 +105,7 @@ class RunState(Pausing):
         self.sub_runs: list[Run] = []
         self.usage = RunUsage(cost_known=budget.priced)
         """Everything the run and its sub-agents have used so far."""
+        self._request: ModelRequest | None = None
         self._lock = threading.Lock()
         self._ceilinged = any(run.budget.max_tokens is not None or run.budget.max_cost is not None
                               for run in self._lineage())
@@ -107,6 +113,22 @@ class RunState(Pausing):
         nearly every run has none, and ``_ceilings`` is not asked."""
         self._seen_calls: dict[tuple[str, str], int] = {}
         self._steps_without_progress = 0
+
+    def request(self, tools: list[dict[str, Any]] | None, settings: ModelSettings) -> ModelRequest:
+        """The next model call: the whole conversation, the tools on offer, the agent's
+        settings, and what is left of the time budget as its timeout (``RunMachine`` asks it
+        for each turn; so do the streaming drivers). Without a time budget the last call's
+        request is the next one's (its ``messages`` are this run's conversation, which has grown
+        since), as long as the tools and settings are the same objects: a step makes no request."""
+        deadline = self.deadline
+        if deadline is None:
+            last = self._request
+            if (last is not None and last.tools is tools and last.settings is settings
+                    and last.messages is self.messages):
+                return last
+            self._request = last = ModelRequest(messages=self.messages, tools=tools, settings=settings)
+            return last
+        return ModelRequest(messages=self.messages, tools=tools, settings=settings, timeout=deadline.left())
 
     def record(self, index: int, completion: Completion) -> Step:
         """Account for a model turn and append it to the conversation."""
@@ -241,7 +263,7 @@ class RunState(Pausing):
         """Before anything of a turn is dispatched: the tool-call ceilings, then the repeat
         check, which stops a stuck agent before it pays for the same call again."""
         b = self.budget
-        self.usage.tool_calls += len(calls)
+        self.usage.count_tool_calls(len(calls))
         if b.max_tool_calls_per_step is not None and len(calls) > b.max_tool_calls_per_step:
             return self.finish(Stop.TOOL_CALL_BUDGET, detail=f"{len(calls)} tool calls in one turn, over the "
                                                              f"limit of {b.max_tool_calls_per_step}")

@@ -10,7 +10,7 @@ only safe place to stop it is where the text is shown. Every caller uses the one
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 __all__ = ["MIN_SECRET_LENGTH", "MASK", "redact", "Redactor", "DEFAULT_PATTERNS"]
 
@@ -41,10 +41,22 @@ _KEY_WORDS = r"api[_-]?key|secret|passw(?:or)?d|passphrase|token|authorization|c
 _KEYISH = re.compile(rf"(?i)(?:{_KEY_WORDS})|(?:^|[_.-])(?:pwd|pass|auth)$")
 """A mapping key that names a secret: one containing a secret's word (``db_password``,
 ``x-api-key``), or ending in a short one (``pwd``, ``db_pass``, ``auth``; not ``author``)."""
-_JSON_SECRET = re.compile(r'("([^"\\\n]{1,64})"\s*:\s*)("(?:[^"\\]|\\.)*"?|-?[0-9][0-9.eE+-]*|true|false)')
-"""A secret-named key's value in JSON *text* (a tool result that is JSON, arguments sent as a
-malformed string, JSON cut short): a string - to the end of the text when its closing quote
-was cut off - or a number."""
+_JSON_KEY = re.compile(r'(\\?)"([^"\\\n]{1,64})\1"\s*:\s*')
+"""A key in JSON *text* (a tool result that is JSON, arguments sent as a malformed string, JSON
+cut short), or in JSON held in a JSON string (its quotes escaped: ``\\"password\\": \\"...\\"``)."""
+_JSON_STRING = {"": re.compile(r'"(?:[^"\\]|\\.)*"?'), "\\": re.compile(r'\\"(?:[^"\\]|\\{4}|\\{3}"|\\[^"\\])*(?:\\")?')}
+"""A JSON string value - to the end of the text when its closing quote was cut off - plain or
+escaped once."""
+_JSON_SCALAR = re.compile(r"-?[0-9][0-9.eE+-]*|true|false")
+_JSON_SYNTAX = re.compile(r'[{}\[\]"\\]')
+_PEM_PRIVATE_KEY = (r"-----BEGIN ([A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?)-----"
+                    r"[\s\S]*?(?:-----END \1-----|\Z)")
+_STRIPE_KEY = r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{10,}"
+_SENDGRID_KEY = r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"
+_TWILIO_KEY = r"(?<![A-Za-z0-9])SK[0-9a-fA-F]{32}(?![A-Za-z0-9])"
+_AZURE_KEY = r"(?i:(?<=AccountKey=)|(?<=SharedAccessKey=))[A-Za-z0-9+/=]{16,}"
+_GOOGLE_KEY = r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"
+_NPM_TOKEN = r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"
 _AWS_SECRET = r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[0-9])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 DEFAULT_PATTERNS: tuple[str, ...] = (
     r"\bsk-[A-Za-z0-9_\-]{16,}",                      # OpenAI, Anthropic (sk-ant-...) keys
@@ -61,12 +73,22 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     # (not "token: " or "secret: ", which prose says too)
     r"(?i:" + "|".join([f"(?<={name}{sep})" for name in _SECRET_NAMES + ("token", "secret") for sep in ("=", " = ")]
                        + [f"(?<={name}: )" for name in _SECRET_NAMES]) + r")[^&\s\"',;]+",
+    _PEM_PRIVATE_KEY,                                 # PEM private key blocks, to their END line (or the
+                                                      # end of the text, when cut short)
+    _STRIPE_KEY,                                      # Stripe secret and restricted keys (sk_live_, rk_live_)
+    _SENDGRID_KEY,                                    # SendGrid API keys: SG.<22>.<43>
+    _TWILIO_KEY,                                      # Twilio API key SIDs: SK and 32 hex digits
+    _AZURE_KEY,                                       # Azure storage and service bus keys in connection strings
+    _GOOGLE_KEY,                                      # Google API keys: AIza and 35 more
+    _NPM_TOKEN,                                       # npm access tokens: npm_ and 36 more
 )
 """Credential shapes the default ``Redactor`` blanks: provider API keys, AWS access key ids and
 secret access keys, cloud, GitHub and chat tokens, JWTs, bearer tokens and Basic credentials,
-passwords in URLs, and values given by a secret's name (``password=...``, ``API_KEY=...``,
-``aws_secret_access_key = ...``). Beside these, every ``Redactor`` blanks a secret-named key's
-value in JSON text (``"password": "..."``), and in captured structures whatever such a key holds."""
+passwords in URLs, values given by a secret's name (``password=...``, ``API_KEY=...``,
+``aws_secret_access_key = ...``), PEM private keys, Stripe, SendGrid, Twilio, Azure, Google
+and npm keys. Beside these, every ``Redactor`` blanks a secret-named key's value in JSON text
+(``"password": "..."``, an object or array too), and in captured structures whatever such a
+key holds."""
 
 
 class Redactor:
@@ -91,11 +113,11 @@ class Redactor:
         for one in self._passes:
             # One pass per pattern, run only where its literal occurs: most text holds no
             # "sk-" or "password", and a regex of many alternatives is slow on every character.
-            if not one.guard or any(literal in lowered for literal in one.guard):
+            if one.needed(text, lowered):
                 text = one(text)
                 lowered = text.lower() if one.guard else lowered
         if '":' in text or '" :' in text:
-            text = _JSON_SECRET.sub(_json_masked, text)
+            text = _masked_json_values(text)
         return text
 
     @staticmethod
@@ -104,8 +126,42 @@ class Redactor:
         return bool(_KEYISH.search(key))
 
 
-def _json_masked(match: re.Match[str]) -> str:
-    return f'{match.group(1)}"{MASK}"'
+def _masked_json_values(text: str) -> str:
+    """``text`` with the value of every secret-named key of the JSON in it blanked, whatever the
+    value is (a string, a number, an object, an array), as a structure's would be; JSON held in
+    a JSON string (escaped quotes) too. Reads JSON that is malformed or cut short."""
+    out: list[str] = []
+    last = 0
+    for key in _JSON_KEY.finditer(text):
+        if key.start() < last or not _KEYISH.search(key.group(2)):
+            continue
+        end = _json_value_end(text, key.end(), key.group(1))
+        if end is not None:
+            out += (text[last:key.end()], f'{key.group(1)}"{MASK}{key.group(1)}"')
+            last = end
+    return "".join(out) + text[last:] if out else text
+
+
+def _json_value_end(text: str, start: int, escape: str) -> int | None:
+    """Where the JSON value at ``start`` ends (the end of the text if it was cut off), or
+    ``None`` when there is none to blank (``null``, or not a value)."""
+    if text.startswith(escape + '"', start):
+        return _JSON_STRING[escape].match(text, start).end()  # type: ignore[union-attr]
+    if text.startswith(("{", "["), start):
+        at, depth, in_string = start, 0, False
+        while (found := _JSON_SYNTAX.search(text, at)) is not None:
+            c, at = found.group(), found.end()
+            if c == "\\":
+                at += 1  # the escaped character, whatever it is
+            elif c == '"':
+                in_string = not in_string
+            elif not in_string:
+                depth += 1 if c in "{[" else -1
+                if depth == 0:
+                    return at
+        return len(text)
+    scalar = _JSON_SCALAR.match(text, start)
+    return scalar.end() if scalar else None
 
 
 class _Pass:
@@ -114,11 +170,40 @@ class _Pass:
     def __init__(self, pattern: str, guard: tuple[str, ...] = (), regex: str | None = None,
                  replacement: Any = MASK) -> None:
         self.guard = guard
+        """Literals in lower case, sought in the lowered text; one with capitals is sought as it is
+        (``SK`` would be found in every "task" and "ask")."""
+        self._lower = tuple(literal for literal in guard if literal == literal.lower())
+        self._cased = tuple(literal for literal in guard if literal != literal.lower())
         self._regex = re.compile(regex or pattern)
         self._replacement = replacement
 
+    def needed(self, text: str, lowered: str) -> bool:
+        """Whether ``text`` holds one of the literals the pattern needs (any text, without any)."""
+        if not self.guard:
+            return True
+        for literal in self._lower:
+            if literal in lowered:
+                return True
+        for literal in self._cased:
+            if literal in text:
+                return True
+        return False
+
     def __call__(self, text: str) -> str:
         return self._regex.sub(self._replacement, text)
+
+
+def _after(disallowed: str) -> Callable[[re.Match[str]], str]:
+    """A replacement that masks a match unless the character before it is one of ``disallowed``:
+    a lookbehind at the start of a pattern would make the regex try every position, while a
+    pattern that starts with a literal is searched for it."""
+    def masked(match: re.Match[str]) -> str:
+        start = match.start()
+        return match.group() if start and match.string[start - 1] in disallowed else MASK
+    return masked
+
+
+_WORD = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
 def _aws_secret(match: re.Match[str]) -> str:
@@ -174,7 +259,11 @@ _FAST: dict[str, _Pass] = {
     DEFAULT_PATTERNS[7]: _Pass(DEFAULT_PATTERNS[7], ("bearer ", "basic ")),
     DEFAULT_PATTERNS[8]: _Pass(DEFAULT_PATTERNS[8], ("://",)),
     DEFAULT_PATTERNS[9]: _NamedValues(DEFAULT_PATTERNS[9], _EQUALS_NAMES),
+    _PEM_PRIVATE_KEY: _Pass(_PEM_PRIVATE_KEY, ("private key",)),
+    _STRIPE_KEY: _Pass(_STRIPE_KEY, ("k_live_", "k_test_")),
+    _SENDGRID_KEY: _Pass(_SENDGRID_KEY, ("SG.",)),
+    _TWILIO_KEY: _Pass(_TWILIO_KEY, ("SK",), _TWILIO_KEY.split(")", 1)[1], _after(_WORD)),
+    _AZURE_KEY: _Pass(_AZURE_KEY, ("accountkey=", "sharedaccesskey=")),
+    _GOOGLE_KEY: _Pass(_GOOGLE_KEY, ("AIza",), _GOOGLE_KEY.split(")", 1)[1], _after(_WORD + "_-")),
+    _NPM_TOKEN: _Pass(_NPM_TOKEN, ("npm_",)),
 }
-
-def _json_masked(match: re.Match[str]) -> str:
-    return f'{match.group(1)}"{MASK}"' if _KEYISH.search(match.group(2)) else match.group(0)

@@ -15,9 +15,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ClassVar, Iterable, Protocol, Sequence, overload
 
-from ._deadline import Deadline, DeadlineExceeded
+from ._deadline import Deadline, DeadlineExceeded, RunDeadlineExceeded
 from ._records import (ToolCall, ToolOutcome, ToolResult, being_cancelled, cancel_requests, error_type, in_thread,
                        message_of)
+from ._run import DEADLINE_CUT_RESULT
 from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError", "Ask", "ask", "Approved",
@@ -305,6 +306,8 @@ def _failure(call: ToolCall, t: Tool, exc: BaseException) -> ToolResult:
                           outcome=ToolOutcome.PENDING, pending=exc.pending)
     if isinstance(exc, ToolError):  # written for the model to read
         return _result(call, ToolOutcome.ERROR, f"Error: {message_of(exc)}", error_type(exc))
+    if isinstance(exc, RunDeadlineExceeded):  # the run's deadline, which the tool watched itself
+        return ToolResult(call.id, call.name, DEADLINE_CUT_RESULT, ToolOutcome.TIMEOUT, deadline_cut=True)
     if isinstance(exc, DeadlineExceeded):  # its own timeout: error.type is the outcome
         return _result(call, ToolOutcome.TIMEOUT, f"Error: {t.name} timed out after {t.timeout:g} s")
     # A tool bug is an observation, not a crash of the run. Only the class goes to the

@@ -15,6 +15,7 @@ import logging
 import math
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Mapping, NamedTuple, Sequence
 from urllib.parse import SplitResult, unquote_plus, urlsplit
 
@@ -23,8 +24,8 @@ from opentelemetry.util.re import parse_env_headers
 from .._core import _names as N
 from .._core._secrets import MASK, Redactor
 
-__all__ = ["COMPOSE_UP", "LOG_START_HINT", "PROTOCOLS", "START_THE_STACK", "TLS_ADVICE", "ExportTarget",
-           "export_target", "metrics_wanted", "secret_values", "shown_url", "split_url", "start_service",
+__all__ = ["COMPOSE_UP", "LOG_START_HINT", "PROTOCOLS", "TLS_ADVICE", "ExportTarget", "export_target",
+           "in_a_clone", "metrics_wanted", "secret_values", "shown_url", "split_url", "start_service", "start_the_stack",
            "traces_wanted", "warn_about", "without_credentials"]
 
 _log = logging.getLogger("tracedagent")
@@ -58,23 +59,41 @@ _COMPRESSIONS = {N.PROTOCOL_GRPC: ("gzip", "none"), N.PROTOCOL_HTTP: ("gzip", "d
 # --- how to start what should answer -----------------------------------------------------
 
 COMPOSE_UP = "docker compose up -d"
-"""Starts the whole stack from the repository's ``docker-compose.yml``."""
+"""Starts the whole stack, in a folder holding its ``docker-compose.yml``."""
 _MAKE_STACK_UP = "make stack-up"
 """Starts the same stack as native processes, from a checkout of the repository (no Docker)."""
-START_THE_STACK = f"`{_MAKE_STACK_UP}` (no Docker) or `{COMPOSE_UP}`"
-"""The command line's words for starting the whole stack (collector/README.md's)."""
+_WRITE_THE_STACK = "tracedagent stack tracedagent-stack && cd tracedagent-stack"
+"""A pip user's way to the compose file: ``tracedagent stack`` writes it (and its configs) into a folder."""
+_REPOSITORY = Path(__file__).resolve().parents[2]
+"""Where the package sits: the root of a clone (an editable install, or the source tree), or
+site-packages for a pip user."""
 LOG_START_HINT = f"start it with `{COMPOSE_UP}` (`tracedagent doctor` checks every endpoint)"
 """A library log line's words: an application installed with pip has no Makefile to run."""
+
+
+def in_a_clone() -> bool:
+    """Whether tracedagent runs from a clone of its repository, where ``make stack-up`` and
+    collector/README.md exist; a pip user has neither, and is told ``tracedagent stack``."""
+    return (_REPOSITORY / "Makefile").is_file() and (_REPOSITORY / "scripts" / "stack.sh").is_file()
+
+
+def start_the_stack() -> str:
+    """The command line's words for starting the whole stack, for a clone or a pip install."""
+    if in_a_clone():
+        return f"`{_MAKE_STACK_UP}` (no Docker) or `{COMPOSE_UP}`; see collector/README.md"
+    return f"`{_WRITE_THE_STACK} && {COMPOSE_UP}` (Docker; the folder's README.md names every service)"
+
+
+def start_service(compose_service: str) -> str:
+    """The command line's words for starting one service of the stack."""
+    if in_a_clone():
+        return f"start it: `{_MAKE_STACK_UP}` (no Docker) or `{COMPOSE_UP} {compose_service}`"
+    return f"start it: `{COMPOSE_UP} {compose_service}` in the folder `tracedagent stack` writes"
 
 
 TLS_ADVICE = (f"does it serve TLS? for a plaintext collector write http://HOST:PORT, or set "
               f"{N.ENV_OTLP_INSECURE}=true for an endpoint written without a scheme")
 """What to do when a gRPC endpoint asked with TLS does not answer with it."""
-
-
-def start_service(compose_service: str) -> str:
-    """The command line's words for starting one service of the stack."""
-    return f"start it: `{_MAKE_STACK_UP}` (no Docker) or `{COMPOSE_UP} {compose_service}`"
 
 
 # --- one signal's target ------------------------------------------------------------------

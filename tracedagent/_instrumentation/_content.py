@@ -19,14 +19,19 @@ far as the limit can hold.
 from __future__ import annotations
 
 import json
+import logging
 import math
+import os
+import re
 from typing import Any, Callable, Mapping
 
 from .._core import _names as N
 from .._core._records import Completion, Message
 from .._core._secrets import MASK, Redactor
 
-__all__ = ["ContentCapture", "encodable", "truncate"]
+__all__ = ["ContentCapture", "capture_content_from_env", "encodable", "truncate"]
+
+_log = logging.getLogger("tracedagent")
 
 _MAX_DEPTH = 32
 """Nesting kept in captured structures; deeper levels become ``N.TOO_DEEP_MARK``."""
@@ -38,6 +43,41 @@ _MIN_SHARE = 256
 _MAX_KEY = 128
 """A mapping key is cut to this many characters."""
 _ATTEMPTS = 4
+_JSON_TEXT = re.compile(r"\s*[\[{]")
+"""Text that may be a JSON object or array (read as one before it is redacted)."""
+
+
+# --- the opt-in ---------------------------------------------------------------------------
+
+_CAPTURE_VALUES = {
+    # The upstream GenAI instrumentations' values (opentelemetry-util-genai's ContentCapturingMode,
+    # case-insensitive): content on spans, in events, both, or neither. tracedagent records
+    # content on spans only and emits no content events, so only the span modes turn it on.
+    "span_only": True, "span_and_event": True, "event_only": False, "no_content": False,
+    # The older boolean form, which tracedagent has always read.
+    "true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False,
+}
+"""Every value of ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` understood, and whether
+it records content on tracedagent's spans."""
+_warned: set[str] = set()
+
+
+def capture_content_from_env() -> bool:
+    """The GenAI instrumentations' opt-in switch for recording prompts and tool payloads, with
+    the upstream values (``span_only``, ``span_and_event``: on; ``event_only``, ``no_content``:
+    off) and the boolean ones (``true``/``1``/``yes``/``on``). Any other value captures nothing
+    and is logged once, naming the values understood: a typo must not look like "no content"."""
+    raw = os.environ.get(N.ENV_CAPTURE_CONTENT, "").strip()
+    if not raw:
+        return False
+    capture = _CAPTURE_VALUES.get(raw.lower())
+    if capture is None:
+        if raw not in _warned:
+            _warned.add(raw)
+            _log.warning("tracedagent: %s=%r is not a value it knows, so no content is captured; use one of %s",
+                         N.ENV_CAPTURE_CONTENT, raw[:64], ", ".join(_CAPTURE_VALUES))
+        return False
+    return capture
 
 
 def truncate(text: str, limit: int) -> str:
@@ -59,12 +99,10 @@ def encodable(text: str) -> str:
 class _Leaf:
     """A string of captured content, kept raw until the fit decides how much of it to show."""
 
-    __slots__ = ("raw", "json_text", "shown", "cut")
+    __slots__ = ("raw", "shown", "cut")
 
-    def __init__(self, raw: str, json_text: bool = False) -> None:
+    def __init__(self, raw: str) -> None:
         self.raw = raw
-        self.json_text = json_text
-        """A tool's result, which may be a JSON object with secret-named values in it."""
         self.shown = raw
         self.cut = False
 
@@ -118,7 +156,7 @@ class ContentCapture:
 
     def result(self, text: str) -> dict[str, Any]:
         """``gen_ai.tool.call.result``: a tool's result, a plain string, redacted and bounded."""
-        leaf = _Leaf(text, json_text=True)
+        leaf = _Leaf(text)
         self._show(leaf, self.limit)
         return _Attributes().add(N.GEN_AI_TOOL_CALL_RESULT, encodable(leaf.shown), leaf.shown != text).attributes
 
@@ -173,16 +211,17 @@ class ContentCapture:
         raw = leaf.raw
         whole = len(raw) <= share
         text = raw if whole else raw[: share + _MARGIN]
-        shown = self._redacted_json(text) if whole and leaf.json_text else self.redact(text)
+        shown = self._redacted_json(text) if whole else self.redact(text)
         if not whole:
             shown = shown[:share]
         leaf.shown = shown
         leaf.cut = not whole
 
     def _redacted_json(self, text: str) -> str:
-        """A whole tool result: if it is a JSON object or array (what a tool returning a dict
-        becomes), its secret-named values are blanked as a structure's would be."""
-        if text.lstrip()[:1] in ("{", "["):
+        """A whole string: if it is a JSON object or array (a tool's result, arguments the model
+        sent as text, JSON a model put in a string argument), its secret-named values are blanked
+        as a structure's would be, and so are those of JSON held in its strings."""
+        if _JSON_TEXT.match(text):
             try:
                 parsed = json.loads(text)
             except (ValueError, RecursionError):
@@ -191,7 +230,7 @@ class ContentCapture:
                 walk = _Walk(self, math.inf)
                 cleaned = walk.build(parsed, 0)
                 for leaf in walk.leaves:
-                    leaf.shown = self.redact(leaf.raw)
+                    leaf.shown = self._redacted_json(leaf.raw)
                 if walk.masked or any(leaf.shown != leaf.raw for leaf in walk.leaves):
                     try:
                         return _dumps(cleaned)
@@ -349,7 +388,7 @@ def _message(message: Message) -> dict[str, Any]:
     if role == "tool":
         content = message.get("content", "")
         parts.append({"type": _Name("tool_call_response"), "id": _name(message.get("tool_call_id")),
-                      "response": _Leaf(content, json_text=True) if isinstance(content, str) else content})
+                      "response": _Leaf(content) if isinstance(content, str) else content})
         return {"role": _Name("tool"), "parts": parts,
                 **({"name": _name(message["name"])} if message.get("name") else {})}
     if message.get("content"):

@@ -20,7 +20,8 @@ from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 from .._core import _names as N
 from .._core._budget import Stop
 from .._core._deadline import DeadlineExceeded
-from .._core._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
+from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
+from .._core._request import ModelRequest
 from .._core._run import Step, ToolNames
 from ._status import chat_failure, tool_failure, tool_interrupted
 from ._telemetry import AgentTelemetry, bounded, ending_elsewhere_now, guard, report, tool_list_attributes
@@ -137,9 +138,10 @@ class ChatScope(_Scope):
     __slots__ = ("_t", "_started", "_cut")
     doing = "ending a chat span"
 
-    def __init__(self, telemetry: AgentTelemetry, messages: list[Message],
-                 max_output_tokens: int | None, temperature: float | None) -> None:
+    def __init__(self, telemetry: AgentTelemetry, request: ModelRequest) -> None:
         attributes = telemetry.chat_attributes
+        settings = request.settings
+        max_output_tokens, temperature = settings.max_output_tokens, settings.temperature
         if max_output_tokens is not None or temperature is not None:
             attributes = dict(attributes)
             if max_output_tokens is not None:
@@ -153,7 +155,7 @@ class ChatScope(_Scope):
         if telemetry.capture is not None:
             with guard("capturing input messages"):
                 if self.recording:
-                    captured = telemetry.capture.conversation(messages)
+                    captured = telemetry.capture.conversation(request.messages)
                     self._cut = captured.get(N.CONTENT_TRUNCATED, [])
                     self.span.set_attributes(captured)
         self._started = time.perf_counter() if telemetry.metrics_on else 0.0  # duration: a metric only

@@ -1,13 +1,12 @@
-"""The model as the streaming drivers see it: each call a ``chat`` span, its text passed on as it
-arrives, and nothing recorded per chunk.
+"""A model called to stream: each call a ``chat`` span, its text passed on as it arrives, and
+nothing recorded per chunk (``InstrumentedModel.stream_turn`` / ``astream_turn`` use these).
 
-``StreamedModel.stream`` / ``astream`` read the model's ``stream`` / ``astream`` into a
+``streamed`` / ``astreamed`` read the model's ``stream`` / ``astream`` into a
 ``StreamedTurn`` and yield each text delta; the driver reads the finished turn (or, when the
-stream broke, what had arrived) off the ``StreamedTurn`` it passed in. The ``chat`` span is
-the one ``complete`` gets (``ChatScope``), plus ``gen_ai.request.stream``, the time to the
-first chunk and the number of chunks, set once at the end; the time to the first chunk is
-also a histogram. A model without ``stream`` is called through ``InstrumentedModel`` as the
-other drivers call it, its whole text one delta, its span exactly theirs.
+stream broke, what had arrived) off the ``Turn`` it passed in. The ``chat`` span is the one
+``complete`` gets (``ChatScope``, opened by the instrumented model's ``chat``), plus
+``gen_ai.request.stream``, the time to the first chunk and the number of chunks, set once at
+the end; the time to the first chunk is also a histogram.
 
 However the stream ends, its span ends: a consumer that stops reading closes these
 generators, which closes the model's stream (an adapter's HTTP response with it) and ends
@@ -19,19 +18,19 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 from opentelemetry import trace
 
 from .._core import _names as N
-from .._core._records import Completion, Message, check_completion, in_thread
+from .._core._records import Completion, check_completion, in_thread
+from .._core._request import ModelRequest
 from .._core._streaming import StreamedTurn
 from .._core._deadline import Deadline, DeadlineExceeded, awaited
-from ._instrumented import InstrumentedModel, _takes_timeout
 from ._spans import ChatScope, failure_kind
 from ._telemetry import AgentTelemetry, bounded, ending_elsewhere, guard
 
-__all__ = ["StreamedModel", "StreamScope", "Turn"]
+__all__ = ["streamed", "astreamed", "threaded", "StreamScope", "Turn"]
 
 
 class Turn(StreamedTurn):
@@ -61,9 +60,8 @@ class StreamScope(ChatScope):
     __slots__ = ("_asked", "_first")
     doing = "ending a streamed chat span"
 
-    def __init__(self, telemetry: AgentTelemetry, messages: list[Message],
-                 max_output_tokens: int | None, temperature: float | None) -> None:
-        ChatScope.__init__(self, telemetry, messages, max_output_tokens, temperature)
+    def __init__(self, telemetry: AgentTelemetry, request: ModelRequest) -> None:
+        ChatScope.__init__(self, telemetry, request)
         with guard("marking a streamed call"):
             if self.recording:
                 self.span.set_attribute(N.GEN_AI_REQUEST_STREAM, True)
@@ -123,132 +121,90 @@ async def _aclose_after(chunks: Any) -> None:
         pass
 
 
-class StreamedModel:
-    """An ``InstrumentedModel``'s model, called to stream."""
+def streamed(chat: Any, stream: Callable[[ModelRequest], Any], request: ModelRequest, turn: Turn,
+             deadline: Deadline | None) -> Iterator[str]:
+    """The text deltas of the model's ``stream(request)``, inside the call's ``chat`` span
+    (``chat(request, streamed=True)``), the turn added up in ``turn``; ``DeadlineExceeded``
+    past ``deadline`` (checked as each chunk arrives; the model was given the time left)."""
+    scope = chat(request, streamed=True)
+    chunks: Any = None
+    try:
+        chunks = iter(stream(request))
+        append, add = turn.texts.append, turn.add
+        for chunk in chunks:  # the first chunk
+            scope.first_chunk()
+            text = add(chunk)
+            if text:
+                yield text
+            if deadline is not None and deadline.passed():
+                raise DeadlineExceeded
+            break
+        for chunk in chunks:  # the rest: text, the common chunk, on the shortest path
+            if type(chunk) is str:
+                append(chunk)
+                if chunk:
+                    yield chunk
+            elif text := add(chunk):
+                yield text
+            if deadline is not None and deadline.passed():
+                raise DeadlineExceeded
+        turn.result = check_completion(turn.completion())
+        _close(chunks)  # a response whose close fails is the call's failure, its span ended below
+    except GeneratorExit:  # the consumer stopped reading
+        _close_after(chunks)
+        scope.broke(N.ERROR_CANCELLED, turn.chunks)
+        raise
+    except BaseException as exc:
+        _close_after(chunks)
+        scope.broke(failure_kind(exc), turn.chunks)
+        raise
+    scope.finish(turn.result, turn.chunks)
 
-    def __init__(self, model: InstrumentedModel, telemetry: AgentTelemetry) -> None:
-        self.instrumented = model
-        self._t = telemetry
-        raw = model.wrapped
-        self._stream = getattr(raw, "stream", None)
-        self._astream = getattr(raw, "astream", None)
-        self._stream_takes_timeout = self._stream is not None and _takes_timeout(self._stream)
-        self._astream_takes_timeout = self._astream is not None and _takes_timeout(self._astream)
 
-    @property
-    def streams(self) -> bool:
-        """Whether the model streams at all (else every call is ``complete``'s, one delta)."""
-        return self._stream is not None or self._astream is not None
-
-    def _options(self, tools: Any, max_output_tokens: int | None, temperature: float | None,
-                 deadline: Deadline | None, takes_timeout: bool) -> dict[str, Any]:
-        options: dict[str, Any] = {"tools": tools, "max_output_tokens": max_output_tokens, "temperature": temperature}
-        if deadline is not None and takes_timeout:
-            options["timeout"] = deadline.left()
-        return options
-
-    def stream(self, turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None,
-               max_output_tokens: int | None, temperature: float | None, *,
-               deadline: Deadline | None) -> Iterator[str]:
-        """The call's text deltas as they arrive; ``turn.result`` once it has ended. Past
-        ``deadline`` (checked as each chunk arrives; the model was given the time left as its
-        timeout) the call is cut: ``DeadlineExceeded``."""
-        if self._stream is None:
-            completion = self.instrumented.complete(messages, tools, max_output_tokens, temperature,
-                                                    timeout=None if deadline is None else deadline.left())
-            turn.result = completion
-            if completion.text:
-                yield completion.text
-            return
-        scope = StreamScope(self._t, messages, max_output_tokens, temperature)
-        chunks: Any = None
-        try:
-            options = self._options(tools, max_output_tokens, temperature, deadline, self._stream_takes_timeout)
-            chunks = iter(self._stream(messages, **options))
-            append, add = turn.texts.append, turn.add
-            for chunk in chunks:  # the first chunk
+async def astreamed(chat: Any, astream: Callable[[ModelRequest], Any], request: ModelRequest, turn: Turn,
+                    deadline: Deadline | None) -> AsyncIterator[str]:
+    """``streamed`` for async code, over the model's ``astream(request)`` (or its ``stream``
+    read in a worker thread: ``threaded``); a chunk still awaited when ``deadline`` passes is
+    cancelled."""
+    scope = chat(request, streamed=True)
+    chunks: Any = None
+    try:
+        chunks = astream(request).__aiter__()
+        append, add = turn.texts.append, turn.add
+        first = True
+        async for chunk in (chunks if deadline is None else _until(deadline, chunks)):
+            if first:
                 scope.first_chunk()
-                text = add(chunk)
-                if text:
-                    yield text
-                if deadline is not None and deadline.passed():
-                    raise DeadlineExceeded
-                break
-            for chunk in chunks:  # the rest: text, the common chunk, on the shortest path
-                if type(chunk) is str:
-                    append(chunk)
-                    if chunk:
-                        yield chunk
-                elif text := add(chunk):
-                    yield text
-                if deadline is not None and deadline.passed():
-                    raise DeadlineExceeded
-            turn.result = check_completion(turn.completion())
-            _close(chunks)  # a response whose close fails is the call's failure, its span ended below
-        except GeneratorExit:  # the consumer stopped reading
-            _close_after(chunks)
-            scope.broke(N.ERROR_CANCELLED, turn.chunks)
-            raise
-        except BaseException as exc:
-            _close_after(chunks)
-            scope.broke(failure_kind(exc), turn.chunks)
-            raise
-        scope.finish(turn.result, turn.chunks)
-
-    async def astream(self, turn: Turn, messages: list[Message], tools: list[dict[str, Any]] | None,
-                      max_output_tokens: int | None, temperature: float | None, *,
-                      deadline: Deadline | None) -> AsyncIterator[str]:
-        """``stream`` for async code: the model's ``astream`` (or its ``stream`` read in a worker
-        thread, or ``acomplete``); a chunk still awaited when ``deadline`` passes is cancelled."""
-        if self._astream is None and self._stream is None:
-            timeout = None if deadline is None else deadline.left()
-            with self.instrumented.chat(messages, max_output_tokens, temperature) as chat:
-                completion = check_completion(await awaited(deadline, self.instrumented.acall(
-                    messages, tools, max_output_tokens, temperature, timeout)))
-                chat.end(completion)
-            turn.result = completion
-            if completion.text:
-                yield completion.text
-            return
-        scope = StreamScope(self._t, messages, max_output_tokens, temperature)
-        chunks: Any = None
-        try:
-            if self._astream is not None:
-                options = self._options(tools, max_output_tokens, temperature, deadline, self._astream_takes_timeout)
-                chunks = self._astream(messages, **options).__aiter__()
-            else:
-                options = self._options(tools, max_output_tokens, temperature, deadline, self._stream_takes_timeout)
-                chunks = _Threaded(iter(self._stream(messages, **options)))  # type: ignore[misc]
-            append, add = turn.texts.append, turn.add
-            first = True
-            async for chunk in (chunks if deadline is None else _until(deadline, chunks)):
-                if first:
-                    scope.first_chunk()
-                    first = False
-                if type(chunk) is str:  # text, the common chunk, on the shortest path
-                    append(chunk)
-                    if chunk:
-                        yield chunk
-                elif text := add(chunk):
-                    yield text
-            turn.result = check_completion(turn.completion())
-            await _aclose(chunks)
-        except GeneratorExit:
-            # Closed by asyncio's shutdown of async generators (left open when ``asyncio.run``
-            # ended), in asyncio's context rather than the run's: the chat span is not current there.
-            with contextlib.nullcontext() if trace.get_current_span() is scope.span else ending_elsewhere():
-                try:
-                    await _aclose_after(chunks)
-                finally:  # even if this task is cancelled again while it closes
-                    scope.broke(N.ERROR_CANCELLED, turn.chunks)
-            raise
-        except BaseException as exc:
+                first = False
+            if type(chunk) is str:  # text, the common chunk, on the shortest path
+                append(chunk)
+                if chunk:
+                    yield chunk
+            elif text := add(chunk):
+                yield text
+        turn.result = check_completion(turn.completion())
+        await _aclose(chunks)
+    except GeneratorExit:
+        # Closed by asyncio's shutdown of async generators (left open when ``asyncio.run``
+        # ended), in asyncio's context rather than the run's: the chat span is not current there.
+        with contextlib.nullcontext() if trace.get_current_span() is scope.span else ending_elsewhere():
             try:
                 await _aclose_after(chunks)
-            finally:
-                scope.broke(failure_kind(exc), turn.chunks)
-            raise
-        scope.finish(turn.result, turn.chunks)
+            finally:  # even if this task is cancelled again while it closes
+                scope.broke(N.ERROR_CANCELLED, turn.chunks)
+        raise
+    except BaseException as exc:
+        try:
+            await _aclose_after(chunks)
+        finally:
+            scope.broke(failure_kind(exc), turn.chunks)
+        raise
+    scope.finish(turn.result, turn.chunks)
+
+
+def threaded(stream: Callable[[ModelRequest], Any]) -> Callable[[ModelRequest], Any]:
+    """A sync model's ``stream`` as an ``astream``: each chunk read in a worker thread."""
+    return lambda request: _Threaded(iter(stream(request)))
 
 
 async def _until(deadline: Deadline, chunks: Any) -> AsyncIterator[Any]:

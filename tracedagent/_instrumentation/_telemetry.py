@@ -25,8 +25,8 @@ from opentelemetry import metrics, trace
 
 from .._core import _names as N
 from .._core._budget import Budget
-from ._content import ContentCapture, encodable, truncate
-from .._core._records import Model
+from ._content import ContentCapture, capture_content_from_env, encodable, truncate
+from .._core._request import Model
 from .._version import __version__
 
 __all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "ending_elsewhere", "ending_elsewhere_now", "bounded",
@@ -83,11 +83,6 @@ class guard:
             report(self.doing, exc)
             return True
         return False
-
-
-def capture_content_from_env() -> bool:
-    """The GenAI instrumentations' opt-in switch for recording prompts and tool payloads."""
-    return os.environ.get(N.ENV_CAPTURE_CONTENT, "").strip().lower() in ("true", "1", "yes", "on")
 
 
 def _content_limit_from_env() -> int:

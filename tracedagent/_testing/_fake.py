@@ -11,9 +11,10 @@ import json
 import math
 import threading
 import time
-from typing import Any, AsyncIterator, Iterable, Iterator, Union
+from typing import Any, AsyncIterator, Iterable, Iterator, Sequence, Union
 
 from .._core._records import Completion, Message, ToolCall, Usage
+from .._core._request import ModelRequest, as_request
 from .._core._streaming import ModelChunk, TurnEnd
 
 __all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens"]
@@ -79,41 +80,47 @@ class FakeModel:
     def call_count(self) -> int:
         return len(self.calls)
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    def complete(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                  max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
-        index = self._take(messages, tools, max_output_tokens, temperature)
+        """The script's next turn. Takes a ``ModelRequest``, or the earlier arguments
+        (``complete(messages, tools, max_output_tokens, temperature)``; ``as_request``)."""
+        request = as_request(request, tools, max_output_tokens, temperature)
+        index = self._asked(request)
         if self.latency:
             time.sleep(self.latency)
-        return self._play(index, messages, tools)
+        return self._play(index, request)
 
-    async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    async def acomplete(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                         max_output_tokens: int | None = None, temperature: float | None = None) -> Completion:
         """``complete`` for ``Agent.arun``: the same script, its latency an ``asyncio.sleep``
         (so concurrent runs overlap, and cancelling the run cancels the call)."""
-        index = self._take(messages, tools, max_output_tokens, temperature)
+        request = as_request(request, tools, max_output_tokens, temperature)
+        index = self._asked(request)
         if self.latency:
             await asyncio.sleep(self.latency)
-        return self._play(index, messages, tools)
+        return self._play(index, request)
 
-    def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    def stream(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                max_output_tokens: int | None = None, temperature: float | None = None) -> Iterator[ModelChunk]:
         """``complete``, a chunk at a time (its latency before the first, ``chunk_delay`` before each text chunk)."""
-        index = self._take(messages, tools, max_output_tokens, temperature)
+        request = as_request(request, tools, max_output_tokens, temperature)
+        index = self._asked(request)
         if self.latency:
             time.sleep(self.latency)
-        for chunk in self._pieces(self._play(index, messages, tools)):
+        for chunk in self._pieces(self._play(index, request)):
             if self.chunk_delay and type(chunk) is str:
                 time.sleep(self.chunk_delay)
             yield chunk
 
-    async def astream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    async def astream(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                       max_output_tokens: int | None = None,
                       temperature: float | None = None) -> AsyncIterator[ModelChunk]:
         """``stream`` for ``Agent.astream``: its sleeps are ``asyncio.sleep``."""
-        index = self._take(messages, tools, max_output_tokens, temperature)
+        request = as_request(request, tools, max_output_tokens, temperature)
+        index = self._asked(request)
         if self.latency:
             await asyncio.sleep(self.latency)
-        for chunk in self._pieces(self._play(index, messages, tools)):
+        for chunk in self._pieces(self._play(index, request)):
             if self.chunk_delay and type(chunk) is str:
                 await asyncio.sleep(self.chunk_delay)
             yield chunk
@@ -126,7 +133,11 @@ class FakeModel:
         yield TurnEnd(usage=completion.usage, model=completion.model, finish_reason=completion.finish_reason,
                       response_id=completion.response_id, provider_data=completion.provider_data)
 
-    def _take(self, messages: list[Message], tools: list[dict[str, Any]] | None,
+    def _asked(self, request: ModelRequest) -> int:
+        settings = request.settings
+        return self._take(request.messages, request.tools, settings.max_output_tokens, settings.temperature)
+
+    def _take(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None,
               max_output_tokens: int | None, temperature: float | None) -> int:
         """Record the call and claim its turn of the script (one at a time: runs in threads
         may share the model)."""
@@ -135,7 +146,7 @@ class FakeModel:
                                "max_output_tokens": max_output_tokens, "temperature": temperature})
             return len(self.calls) - 1
 
-    def _play(self, index: int, messages: list[Message], tools: list[dict[str, Any]] | None) -> Completion:
+    def _play(self, index: int, request: ModelRequest) -> Completion:
         """Turn ``index`` of the script: raised, or returned with estimated usage."""
         if index >= len(self.script):
             raise ScriptExhausted(f"FakeModel was called {index + 1} times but its script has "
@@ -145,7 +156,7 @@ class FakeModel:
             raise item
         completion = Completion(text=item, finish_reason="stop") if isinstance(item, str) else item
         if self.estimate_usage and completion.usage == Usage():
-            sent = estimate_tokens({"messages": messages, "tools": tools})
+            sent = estimate_tokens({"messages": request.messages, "tools": request.tools})
             answered = estimate_tokens([completion.text, [tc.as_dict() for tc in completion.tool_calls]])
             completion = dataclasses.replace(completion, usage=Usage(input_tokens=sent, output_tokens=answered),
                                              model=completion.model or self.model_name)

@@ -1,18 +1,23 @@
 """Jaeger's HTTP query API, read into the spans the renderer draws.
 
-Two endpoints, the ones Jaeger's own UI uses (jaeger-query, port 16686 by default):
+Two endpoints of jaeger-query (port 16686 by default):
 
-* ``GET /api/traces?service=S&limit=N&start=US&end=US&tags={"k":"v"}`` searches; ``limit``
+* ``GET /api/traces?service=S&limit=N&start=US&end=US&tags={"k":"v"}`` searches - the
+  endpoint Jaeger's own UI uses, since api_v3's HTTP search ignores attributes; ``limit``
   counts traces, ``start``/``end`` are microseconds since the epoch and ``tags`` is a JSON
   object every matching trace must have a span for. The UI's ``lookback=1h`` parameter is
   ignored by Jaeger's HTTP handler (the UI turns it into ``start``/``end`` itself), so this
-  client sends the window as ``start``/``end`` too.
-* ``GET /api/traces/{trace_id}`` returns one trace, or 404 with ``{"errors": [...]}``.
+  client sends the window as ``start``/``end`` too. It answers ``{"data": [trace, ...],
+  "errors": [...]}`` in Jaeger's UI model (``spans`` with ``tags``, ``logs``, ``references``,
+  and ``processes``), which ``decode_trace`` turns into ``SpanRecord``.
+* ``GET /api/v3/traces/{trace_id}`` returns one trace as OTLP JSON - Jaeger's public API,
+  ``{"result": {"resourceSpans": [...]}}`` (older versions: the ``resourceSpans`` object
+  itself) - read by the trace file's own reader (``_otlp_json.decode``); 404 with
+  ``{"error": {"httpCode": 404, "message": ...}}`` when Jaeger does not have it.
 
-Both answer ``{"data": [trace, ...], "errors": [...]}`` in Jaeger's UI model (``spans`` with
-``tags``, ``logs``, ``references``, and ``processes``), which ``decode_trace`` turns into
-``SpanRecord``. Only the standard library is used (``_http``): two GET requests do not
-justify an HTTP client dependency.
+Jaeger stores an array attribute as a JSON string whichever way it is read back; the
+attributes tracedagent emits as arrays are decoded again (``_attribute``). Only the standard
+library is used (``_http``): two GET requests do not justify an HTTP client dependency.
 
 Whatever answers at the URL may not be Jaeger, or may be hostile: its JSON is parsed with
 the trace file's own guards (``parse_json``, ``integer``), and anything that is not the
@@ -21,6 +26,7 @@ shape described above is a ``JaegerError``, one line.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import json
 import time
@@ -31,7 +37,7 @@ from typing import Any, Mapping
 from .._export import _http
 from .._core import _names as N
 from .._export._endpoints import shown_url
-from ._otlp_json import MAX_TIME_NS, integer, parse_json
+from ._otlp_json import MAX_TIME_NS, OtlpJsonError, decode, integer, parse_json
 from ._trace import SpanEvent, SpanRecord
 
 __all__ = ["JaegerError", "JaegerClient", "decode_trace"]
@@ -82,11 +88,16 @@ class JaegerClient:
         return [decode_trace(trace) for trace in _data(answer, self.shown_url)]
 
     def trace(self, trace_id: str) -> list[SpanRecord]:
-        """One trace's spans; ``JaegerError`` when Jaeger does not have it."""
+        """One trace's spans, from api_v3; ``JaegerError`` when Jaeger does not have it."""
         not_found = f"trace {trace_id} not found in Jaeger at {self.shown_url}"
-        answer = self._get(f"/api/traces/{urllib.parse.quote(trace_id)}", None, not_found=not_found)
-        traces = _data(answer, self.shown_url)
-        spans = [span for trace in traces for span in decode_trace(trace)]
+        answer = self._get(f"/api/v3/traces/{urllib.parse.quote(trace_id)}", None, not_found=not_found)
+        document = answer.get("result", answer) if isinstance(answer, dict) else answer
+        try:
+            records = decode(document, source=f"Jaeger at {self.shown_url}")
+        except OtlpJsonError as exc:
+            raise JaegerError(f"{exc}; is that URL Jaeger's query service?") from None
+        spans = [dataclasses.replace(r, attributes={k: _attribute(k, v) for k, v in r.attributes.items()
+                                                    if k not in _JAEGER_ONLY_TAGS}) for r in records]
         if not spans:
             raise JaegerError(not_found)
         return spans
@@ -127,8 +138,9 @@ def _not_a_url(url: str, reason: ValueError) -> str:
 
 
 def _error_message(status: int, body: bytes) -> str:
-    """Jaeger explains errors as ``{"errors": [{"code": 400, "msg": "..."}]}``; anything else
-    that answers is explained by its status."""
+    """Jaeger explains errors as ``{"errors": [{"code": 400, "msg": "..."}]}`` (api_v3:
+    ``{"error": {"httpCode": 400, "message": "..."}}``); anything else that answers is explained
+    by its status."""
     try:
         answer = parse_json(body)
     except ValueError:
@@ -136,6 +148,9 @@ def _error_message(status: int, body: bytes) -> str:
     errors = answer.get("errors") if isinstance(answer, dict) else None
     message = "; ".join(str(e.get("msg", "")) for e in errors if isinstance(e, dict)) \
         if isinstance(errors, list) else ""
+    error = answer.get("error") if isinstance(answer, dict) else None  # api_v3's shape
+    if not message and isinstance(error, dict):
+        message = str(error.get("message", ""))
     return (message.strip() or http.client.responses.get(status, "no explanation")).splitlines()[0][:300]
 
 

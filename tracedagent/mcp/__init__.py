@@ -13,8 +13,9 @@ of the agent, the instrumentation or the export wings.
 
 from __future__ import annotations
 
-from ._results import MCPConnectionLost, MCPRequestError, MCPToolError, MCPUnavailable
+from ._results import MCPConnectionLost, MCPInvalidReply, MCPRequestError, MCPToolError, MCPUnavailable
 from ._serve import serve_agent
 from ._server import MCPServer
 
-__all__ = ["MCPServer", "serve_agent", "MCPToolError", "MCPRequestError", "MCPConnectionLost", "MCPUnavailable"]
+__all__ = ["MCPServer", "serve_agent", "MCPToolError", "MCPRequestError", "MCPConnectionLost", "MCPUnavailable",
+           "MCPInvalidReply"]

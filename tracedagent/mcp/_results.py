@@ -15,7 +15,8 @@ from typing import Any
 
 from .._core._tools import ToolError
 
-__all__ = ["MCPToolError", "MCPRequestError", "MCPConnectionLost", "MCPUnavailable", "result_text"]
+__all__ = ["MCPToolError", "MCPRequestError", "MCPConnectionLost", "MCPUnavailable", "MCPInvalidReply",
+           "result_text", "cut"]
 
 
 class MCPToolError(ToolError):
@@ -40,7 +41,15 @@ class MCPConnectionLost(ToolError):
 
 
 class MCPUnavailable(ToolError):
-    """No session could be had for the call: the server could not be started or reached."""
+    """No session could be had for the call: the server could not be started or reached, or its
+    answers to ``initialize`` and ``tools/list`` could not be read (the cause says which)."""
+
+
+class MCPInvalidReply(ToolError):
+    """The server answered, but not with something the protocol allows: a line that is not
+    JSON-RPC, a result of the wrong shape, nesting deeper than the SDK reads. Said at once, not
+    after the call's timeout; what the reply held is not repeated (the message names only what
+    was wrong with it)."""
 
 
 def result_text(content: list[Any], structured: Any, *, max_length: int) -> str:
@@ -60,9 +69,14 @@ def result_text(content: list[Any], structured: Any, *, max_length: int) -> str:
         body = json.dumps(structured, ensure_ascii=False, default=str)
     else:
         body = "\n".join(texts)
-    text = "\n".join(part for part in [body, *others] if part)
+    return cut("\n".join(part for part in [body, *others] if part), max_length)
+
+
+def cut(text: str, max_length: int) -> str:
+    """``text``, or its first ``max_length`` characters and a note of how long it was: what the
+    model is shown of anything a server sends (a result, an error's message)."""
     if len(text) > max_length:
-        text = text[:max_length] + f"...[truncated: {len(text)} characters]"
+        return text[:max_length] + f"...[truncated: {len(text)} characters]"
     return text
 
 

@@ -5,7 +5,9 @@ The session lives on an event loop of its own (``_thread.LoopThread``), opened b
 tools work under ``run`` and ``arun`` alike, from many runs at once, sharing the one session.
 A connection that is lost is reported on the call it was lost in and opened again by the next
 call (a stdio server is started again); the tool list follows the server's
-``notifications/tools/list_changed``.
+``notifications/tools/list_changed`` (``_listing.py``); a reply the SDK cannot read ends its
+request at once (``_replies.py``); a call is cut off at the deadline of the run that makes it,
+under ``run`` as under ``arun``.
 """
 
 from __future__ import annotations
@@ -16,17 +18,22 @@ import os
 import sys
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, AsyncContextManager, Callable, Sequence
+from typing import Any, AsyncContextManager, Awaitable, Callable, Sequence
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
 from .._core import _names as N
+from .._core._deadline import DeadlineExceeded, RunDeadlineExceeded
 from .._core._records import error_type
+from .._core._run import current_run
 from .._core._tools import Tool
 from .._version import __version__
-from ._results import MCPConnectionLost, MCPRequestError, MCPToolError, MCPUnavailable, result_text
+from ._listing import ToolList
+from ._replies import Replies
+from ._results import (MCPConnectionLost, MCPInvalidReply, MCPRequestError, MCPToolError, MCPUnavailable, cut,
+                       result_text)
 from ._thread import LoopThread
 from ._tracing import connect_span, end_failed, identifier, install_join, joined, leaf, request_span
 
@@ -51,6 +58,8 @@ class _Live:
     """What ``initialize`` agreed on (``mcp.protocol.version``)."""
     session_id: str
     """``mcp.session.id``: the server's ``Mcp-Session-Id`` over HTTP, else one of tracedagent's."""
+    replies: Replies
+    """Its requests waiting for an answer, ended at once by a reply that cannot be read."""
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     """Set to end the connection: its owner task leaves the SDK's contexts (same task, as anyio asks)."""
 
@@ -85,8 +94,7 @@ class MCPServer:
         self._live: _Live | None = None
         self._opening: asyncio.Lock | None = None
         self._owners: set[asyncio.Task[None]] = set()
-        self._relisting: asyncio.Task[None] | None = None
-        self._listed: list[Any] = []
+        self._tools = ToolList(self._tracer, self._attributes, connect_timeout, lambda: self._live)
         self._closed = False
         self.connections = 0
         """How many times a session was opened: 1 after entering, more after restarts."""
@@ -188,7 +196,7 @@ class MCPServer:
         a changed list (``docs/mcp.md``)."""
         if self._thread is None or self._closed:
             raise RuntimeError(f"MCPServer {self.name!r} is not open: use it inside `with` or `async with`")
-        return [self._tool(listed, prefix) for listed in self._listed]
+        return [self._tool(listed, prefix) for listed in self._tools.tools]
 
     def _tool(self, listed: Any, prefix: str) -> Tool:
         remote = listed.name
@@ -200,8 +208,8 @@ class MCPServer:
             if self._closed or thread.loop.is_closed():
                 raise MCPUnavailable(f"the MCP server {self.name!r} was closed")
             span = trace.get_current_span()
-            return await thread.acall(self._call(remote, arguments, otel_context.get_current(), span,
-                                                 renamed=remote != local))
+            return await _until_the_runs_deadline(thread.acall(
+                self._call(remote, arguments, otel_context.get_current(), span, renamed=remote != local)))
 
         call.__name__ = call.__qualname__ = local
         schema = listed.input_schema if isinstance(listed.input_schema, dict) else {"type": "object", "properties": {}}
@@ -223,20 +231,19 @@ class MCPServer:
 
             try:
                 with joined(span):
-                    result = await live.session.call_tool(name, arguments)
+                    result = await live.replies.answer(live.session.call_tool(name, arguments))
             except MCPError as exc:
                 if exc.error.code == CONNECTION_CLOSED and not await self._answers(live):
                     self._lose(live)
                     raise MCPConnectionLost(f"the connection to the MCP server {self.name!r} ended during the "
                                             "call; it is opened again for the next call") from None
                 raise MCPRequestError(f"the MCP server answered with error {exc.error.code}: "
-                                      f"{exc.error.message}", code=exc.error.code) from None
+                                      f"{cut(exc.error.message, self.max_result_length)}", code=exc.error.code) from None
             except (OSError, EOFError) as exc:
                 self._lose(live)
                 raise MCPConnectionLost(f"the connection to the MCP server {self.name!r} failed "
                                         f"({error_type(exc)})") from None
-            if self._relisting is not None:  # a list_changed seen during the call is applied before it returns
-                await asyncio.shield(self._relisting)
+            await self._tools.caught_up()  # a list_changed seen during the call is applied before it returns
             text = result_text(result.content, result.structured_content, max_length=self.max_result_length)
             if result.is_error:
                 raise MCPToolError(text or "the tool failed and said nothing")
@@ -293,6 +300,8 @@ class MCPServer:
                 ready.exception()  # retrieved, or asyncio logs it when the future is collected
             if isinstance(exc, (asyncio.TimeoutError, Exception)):
                 cause = leaf(exc)
+                if isinstance(cause, MCPInvalidReply):  # it answered: not "could not reach", not "no answer"
+                    raise MCPUnavailable(str(cause)) from cause
                 raise MCPUnavailable(f"could not start or reach the MCP server {self.name!r} "
                                      f"({'no answer in time' if isinstance(cause, asyncio.TimeoutError) else error_type(cause)})") from cause
             raise
@@ -307,18 +316,23 @@ class MCPServer:
         token = otel_context.attach(parent if connect is None else trace.set_span_in_context(connect, parent))
         ids: list[str] = []
         live: _Live | None = None
+        replies = Replies(self.name)
+
+        async def on_message(message: Any) -> None:
+            self._on_message(message, replies)
+
         try:
             async with contextlib.AsyncExitStack() as stack:
                 streams = await stack.enter_async_context(self._connect(ids.append))
-                session = await stack.enter_async_context(ClientSession(*streams, message_handler=self._on_message))
+                session = await stack.enter_async_context(ClientSession(*streams, message_handler=on_message))
                 restarted = {N.MCP_RESTART: True} if restart else {}
                 with request_span(self._tracer, N.MCP_INITIALIZE, {**self._attributes, **restarted}) as span:
-                    started = await session.initialize()
+                    started = await replies.answer(session.initialize())
                     live = _Live(session=session, protocol_version=identifier(str(started.protocol_version)),
-                                 session_id=identifier(ids[-1]) if ids else uuid.uuid4().hex)
+                                 session_id=identifier(ids[-1]) if ids else uuid.uuid4().hex, replies=replies)
                     span.set_attributes({N.MCP_PROTOCOL_VERSION: live.protocol_version,
                                          N.MCP_SESSION_ID: live.session_id})
-                await self._list(live)
+                await self._tools.fetch(live)
                 if connect is not None:
                     connect.end()
                     connect = None
@@ -336,46 +350,22 @@ class MCPServer:
                 self._live = None
             otel_context.detach(token)
 
-    async def _list(self, live: _Live) -> None:
-        """``tools/list``, every page; the list is replaced once it is whole."""
-        listed: list[Any] = []
-        cursor = None
-        attributes = {**self._attributes, N.MCP_SESSION_ID: live.session_id,
-                      N.MCP_PROTOCOL_VERSION: live.protocol_version}
-        with request_span(self._tracer, N.MCP_TOOLS_LIST, attributes):
-            from mcp_types import PaginatedRequestParams
-
-            while True:
-                page = await live.session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                listed.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-        self._listed = listed
-
-    async def _on_message(self, message: Any) -> None:
-        """The SDK hands every server notification here: a changed tool list is listed again."""
+    def _on_message(self, message: Any, replies: Replies) -> None:
+        """What the SDK hands over besides answers: a changed tool list is listed again; a line
+        it could not read may be the answer a request of this connection waits for."""
         from mcp_types import ToolListChangedNotification
 
-        if isinstance(message, ToolListChangedNotification) and self._live is not None:
-            live = self._live
-            token = otel_context.attach(otel_context.Context())  # its tools/list is a trace of its own
-            try:
-                self._relisting = asyncio.ensure_future(self._relist(live))
-            finally:
-                otel_context.detach(token)
-
-    async def _relist(self, live: _Live) -> None:
-        with contextlib.suppress(Exception):  # a failed relisting keeps the last list; its span says why
-            await asyncio.wait_for(self._list(live), self.connect_timeout)
+        if isinstance(message, Exception):
+            replies.unreadable(message)
+        elif isinstance(message, ToolListChangedNotification) and self._live is not None:
+            self._tools.changed()
 
     async def _close(self) -> None:
         """End the connection and wait (bounded) for its owner to leave the SDK's contexts."""
         self._closed = True
         if self._live is not None:
             self._lose(self._live)
-        if self._relisting is not None:
-            self._relisting.cancel()
+        self._tools.close()
         owners = list(self._owners)  # they leave on their own once stopped; cancelled only if they do not
         done, pending = await asyncio.wait(owners, timeout=_CLOSE_TIMEOUT) if owners else (set(), set())
         for owner in pending:
@@ -392,16 +382,28 @@ def _program(command: str, args: list[str]) -> str:
     return os.path.basename(command)
 
 
+async def _until_the_runs_deadline(work: Awaitable[str]) -> str:
+    """``await work``, cut off at the deadline of the run making the call, if it has one
+    (``RunDeadlineExceeded``: the registry records the call as a driver records a call it cut).
+    ``run`` cannot cut a call itself, but this one waits on another loop's work, which can be
+    cancelled: so an MCP call ends at the run's deadline under ``run`` too (under ``arun`` the
+    driver cuts it at the same moment, with the same result)."""
+    state = current_run.get()
+    deadline = None if state is None else state.deadline
+    if deadline is None:
+        return await work
+    try:
+        return await deadline.cut(work)
+    except DeadlineExceeded:
+        raise RunDeadlineExceeded from None
+
+
 def _why_not_connected(exc: BaseException, ready: asyncio.Future[Any]) -> str:
     """``error.type`` for a connection that never became usable: ``timeout`` when ``_open`` gave up
     waiting (it says so on ``ready`` before cancelling the owner), else the innermost error's class."""
     if ready.done() and not ready.cancelled() and isinstance(ready.exception(), asyncio.TimeoutError):
         return N.ERROR_TIMEOUT
     return error_type(leaf(exc))
-
-
-
-
 
 
 @contextlib.asynccontextmanager

@@ -12,7 +12,9 @@ its place: the SDK's ``jsonrpc.request.id`` and JSON-RPC error code are set on i
 injected is its, so that a traced server's spans are children of the tool span itself. This is
 done by wrapping the function the SDK's dispatcher opens its span with, only while a request of
 tracedagent's is being sent (a context variable says so); an SDK without that function keeps its
-own span, one level between the tool span and the server's.
+own span, one level between the tool span and the server's. The same wrapper tells whoever
+asked (``noting_ids``) the JSON-RPC id each request is sent with: a reply the SDK cannot read
+is matched to its request by that id (``_replies.py``).
 """
 
 from __future__ import annotations
@@ -28,10 +30,14 @@ from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 from .._core import _names as N
 from .._core._records import error_type
 
-__all__ = ["connect_span", "end_failed", "identifier", "install_join", "joined", "leaf", "request_span"]
+__all__ = ["connect_span", "end_failed", "identifier", "install_join", "joined", "leaf", "noting_ids",
+           "request_span"]
 
 _JOINED: contextvars.ContextVar[Span | None] = contextvars.ContextVar("tracedagent_mcp_joined", default=None)
 """The span that stands for the request being sent in this task, if tracedagent sent it."""
+_NOTE_ID: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar("tracedagent_mcp_ids",
+                                                                                        default=None)
+"""Told the JSON-RPC id of each request sent in this task (``noting_ids``)."""
 
 _KEPT = frozenset({N.JSONRPC_REQUEST_ID, N.RPC_RESPONSE_STATUS_CODE})
 """What of the SDK's own span attributes the standing-in span takes: the request id, the error
@@ -67,10 +73,23 @@ class _StandIn:
         return getattr(INVALID_SPAN, name)
 
 
+@contextlib.contextmanager
+def noting_ids(note: Callable[[str], None]) -> Iterator[None]:
+    """Requests sent inside this block (and tasks started in it) tell ``note`` their JSON-RPC id."""
+    token = _NOTE_ID.set(note)
+    try:
+        yield
+    finally:
+        _NOTE_ID.reset(token)
+
+
 def _joining(original: Callable[..., Any]) -> Callable[..., Any]:
     @contextlib.contextmanager
     def otel_span(name: str, *, kind: SpanKind, attributes: dict[str, Any] | None = None,
                   context: Any = None, **options: Any) -> Iterator[Any]:
+        note = _NOTE_ID.get()
+        if note is not None and attributes and attributes.get(N.JSONRPC_REQUEST_ID) is not None:
+            note(str(attributes[N.JSONRPC_REQUEST_ID]))
         span = _JOINED.get()
         if span is None or context is not None or kind is not SpanKind.CLIENT:
             with original(name, kind=kind, attributes=attributes, context=context, **options) as own:

@@ -13,8 +13,10 @@ from contextlib import contextmanager
 from typing import Any, AsyncIterator, Callable, ClassVar, Iterable, Iterator
 from urllib.parse import urlsplit
 
+from .._core import _names as N
 from .._core._records import Completion, Message, in_thread
-from .._core._streaming import ModelChunk, decode_arguments
+from .._core._request import ModelRequest, as_request
+from .._core._streaming import ModelChunk, ToolCallDelta, decode_arguments
 from .._core._secrets import redact
 
 __all__ = ["SdkModel", "StreamReader", "MalformedResponseError", "missing_sdk", "client_options", "decode_arguments",
@@ -34,7 +36,7 @@ class MalformedResponseError(ValueError):
 
 
 class SdkModel:
-    """A ``Model`` over a provider SDK, sync and async: ``complete`` sends one request through
+    """A ``Model`` over a provider SDK, sync and async: ``complete`` sends one ``ModelRequest`` through
     the SDK's sync client, ``acomplete`` the same request through its async client. Both build
     the request alike, bound it by the call's ``timeout``, blank the credentials out of what the
     SDK raises, and read the response alike.
@@ -70,36 +72,40 @@ class SdkModel:
         loop that last called ``acomplete`` (``None`` before that)."""
         return self._async_built[1] if self._builds_async and self._async_built else self._async_given
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    def complete(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                  max_output_tokens: int | None = None, temperature: float | None = None,
                  timeout: float | None = None) -> Completion:
-        """One request through the sync client. ``timeout`` (seconds; the ``Agent`` passes what
-        its time budget has left) bounds each phase of each attempt, and never lengthens the
-        client's own timeout. SDK errors that survive its retries propagate as they are
-        (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``, ``AuthenticationError``...),
-        so the run stops with ``Stop.MODEL_ERROR``."""
+        """One request through the sync client. The request's ``timeout`` (seconds; the
+        ``Agent`` passes what its time budget has left) bounds each phase of each attempt, and
+        never lengthens the client's own timeout. SDK errors that survive its retries propagate
+        as they are (``RateLimitError``, ``InternalServerError``, ``APITimeoutError``,
+        ``AuthenticationError``...), so the run stops with ``Stop.MODEL_ERROR``. Called the
+        earlier way, ``complete(messages, tools, max_output_tokens, temperature, timeout)``, it
+        makes that request (``as_request``)."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         if self.client is None:
             raise TypeError(f"{type(self).__name__} was given only an async_client: call it through "
                             "acomplete (Agent.arun), or give it a client as well")
-        request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
+        sent = self._timed_request(self.client, asked)
         with self._scrubbed(self.client):
-            response = self._create(self.client)(**request)
-        return self._completion(response)
+            response = self._create(self.client)(**sent)
+        return self._noted(sent, self._completion(response))
 
-    async def acomplete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    async def acomplete(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                         max_output_tokens: int | None = None, temperature: float | None = None,
                         timeout: float | None = None) -> Completion:
         """``complete`` through the async client. Given only a sync ``client``, the adapter has no
         async one, and runs ``complete`` in a worker thread instead."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         client = self._async_client_here()
         if client is None:
-            return await in_thread(self.complete, messages, tools, max_output_tokens, temperature, timeout)
-        request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
+            return await in_thread(self.complete, asked)
+        sent = self._timed_request(client, asked)
         with self._scrubbed(client):
-            response = await self._create(client)(**request)
-        return self._completion(response)
+            response = await self._create(client)(**sent)
+        return self._noted(sent, self._completion(response))
 
-    def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    def stream(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                max_output_tokens: int | None = None, temperature: float | None = None,
                timeout: float | None = None) -> Iterator[ModelChunk]:
         """``complete``, streamed: the same request with ``stream=True`` through the sync client,
@@ -107,41 +113,46 @@ class SdkModel:
         ``TurnEnd`` with the usage. Closing the generator early (the consumer stopped reading)
         closes the HTTP response, so the provider sees the client go away. A stream that
         breaks raises what the SDK (or ``httpx``) raised, scrubbed like ``complete``'s errors."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         if self.client is None:
             raise TypeError(f"{type(self).__name__} was given only an async_client: stream through "
                             "astream (Agent.astream), or give it a client as well")
-        request = self._timed_request(self.client, messages, tools, max_output_tokens, temperature, timeout)
-        reader = self._reader()
+        sent = self._timed_request(self.client, asked)
+        reader, called = self._reader(), _Called(self, sent)
         with self._scrubbed(self.client):
-            response = self._create(self.client)(**request, **self._stream_request())
+            response = self._create(self.client)(**sent, **self._stream_request())
             with response:
                 for event in response:
-                    yield from reader.read(event)
-        yield reader.end()
+                    for chunk in reader.read(event):
+                        called.add(chunk)
+                        yield chunk
+        yield called.end(reader.end())
 
-    async def astream(self, messages: list[Message], tools: list[dict[str, Any]] | None = None,
+    async def astream(self, request: ModelRequest | list[Message], tools: list[dict[str, Any]] | None = None,
                       max_output_tokens: int | None = None, temperature: float | None = None,
                       timeout: float | None = None) -> AsyncIterator[ModelChunk]:
         """``stream`` through the async client. Given only a sync ``client``, the sync stream is
         read in a worker thread, one chunk at a time."""
+        asked = as_request(request, tools, max_output_tokens, temperature, timeout)
         client = self._async_client_here()
         if client is None:
-            chunks = self.stream(messages, tools, max_output_tokens, temperature, timeout)
+            chunks = self.stream(asked)
             try:
                 while (chunk := await in_thread(next, chunks, None)) is not None:
                     yield chunk
             finally:
                 await in_thread(chunks.close)
             return
-        request = self._timed_request(client, messages, tools, max_output_tokens, temperature, timeout)
-        reader = self._reader()
+        sent = self._timed_request(client, asked)
+        reader, called = self._reader(), _Called(self, sent)
         with self._scrubbed(client):
-            response = await self._create(client)(**request, **self._stream_request())
+            response = await self._create(client)(**sent, **self._stream_request())
             async with response:
                 async for event in response:
                     for chunk in reader.read(event):
+                        called.add(chunk)
                         yield chunk
-        yield reader.end()
+        yield called.end(reader.end())
 
     def _async_client_here(self) -> Any:
         """The async client for the running event loop. An async client's connections belong to
@@ -157,13 +168,23 @@ class SdkModel:
             built = self._async_built = (loop, self._new_client(asynchronous=True, options=self._options))
         return built[1]
 
-    def _timed_request(self, client: Any, messages: list[Message], tools: list[dict[str, Any]] | None,
-                       max_output_tokens: int | None, temperature: float | None,
-                       timeout: float | None) -> dict[str, Any]:
-        request = self._request(messages, tools, max_output_tokens, temperature)
-        if timeout is not None:
-            request["timeout"] = capped_timeout(client.timeout, timeout)
+    def _timed_request(self, client: Any, asked: ModelRequest) -> dict[str, Any]:
+        request = self._request(asked)
+        if asked.timeout is not None:
+            request["timeout"] = capped_timeout(client.timeout, asked.timeout)
         return request
+
+    def _noted(self, request: dict[str, Any], completion: Completion) -> Completion:
+        """Puts what the request's ``tool_choice`` asked, and whether the answer followed it, on the
+        current span (the ``Agent``'s ``chat`` span): some servers ignore it (llama.cpp's server
+        treats a named function as ``auto``), and the trace should say so."""
+        note_tool_choice(self._tool_choice(request), [call.name for call in completion.tool_calls])
+        return completion
+
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """The request's ``tool_choice`` as (``auto``/``none``/``required``/``function``, the
+        named tool), or ``None`` when it carried none or no tools."""
+        return None
 
     @contextmanager
     def _scrubbed(self, client: Any) -> Iterator[None]:
@@ -182,8 +203,8 @@ class SdkModel:
     def _create(self, client: Any) -> Callable[..., Any]:
         raise NotImplementedError
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
-                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+    def _request(self, asked: ModelRequest) -> dict[str, Any]:
+        """The SDK call's keyword arguments for ``asked`` (its timeout aside)."""
         raise NotImplementedError
 
     def _completion(self, response: Any) -> Completion:
@@ -210,6 +231,45 @@ class StreamReader:
     def end(self) -> ModelChunk:
         """The ``TurnEnd`` once the stream is over: usage, model, finish reason, response id."""
         raise NotImplementedError
+
+
+class _Called:
+    """A streamed call's tool names, for ``note_tool_choice`` once the stream has ended."""
+
+    def __init__(self, model: SdkModel, request: dict[str, Any]) -> None:
+        self.choice = model._tool_choice(request)
+        self.names: dict[int, str] = {}
+
+    def add(self, chunk: ModelChunk) -> None:
+        if self.choice is not None and isinstance(chunk, ToolCallDelta) and chunk.name:
+            self.names[chunk.index] = chunk.name
+
+    def end(self, last: ModelChunk) -> ModelChunk:
+        note_tool_choice(self.choice, [name for _, name in sorted(self.names.items())])
+        return last
+
+
+def note_tool_choice(choice: tuple[str, str | None] | None, called: list[str]) -> None:
+    """``tracedagent.request.tool_choice`` (and the named tool) and
+    ``tracedagent.response.tool_choice_followed`` on the current span. Telemetry never fails a call."""
+    if choice is None:
+        return
+    try:
+        from opentelemetry import trace
+
+        span = trace.get_current_span()
+        if not span.is_recording():
+            return
+        asked, name = choice
+        attributes: dict[str, Any] = {N.REQUEST_TOOL_CHOICE: asked}
+        if name:
+            attributes[N.REQUEST_TOOL_CHOICE_NAME] = name[:N.MAX_NAME_LENGTH]
+        if asked != "auto":
+            attributes[N.RESPONSE_TOOL_CHOICE_FOLLOWED] = (
+                not called if asked == "none" else bool(called) and (asked == "required" or set(called) == {name}))
+        span.set_attributes(attributes)
+    except Exception:  # pragma: no cover - a broken tracer must not fail the model call
+        pass
 
 
 def missing_sdk(module: str, extra: str) -> str:

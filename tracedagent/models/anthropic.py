@@ -30,6 +30,7 @@ import logging
 from typing import Any
 
 from .._core._records import Completion, Message, ToolCall, Usage
+from .._core._request import ModelRequest
 from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
 from ._common import MalformedResponseError, SdkModel, StreamReader, decode_arguments, missing_sdk
 
@@ -100,17 +101,16 @@ class AnthropicModel(SdkModel):
     def _create(self, client: Any) -> Any:
         return client.messages.create
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
-                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
-        system, wire = _to_wire(messages)
+    def _request(self, asked: ModelRequest) -> dict[str, Any]:
+        system, wire = _to_wire(asked.messages)
         request: dict[str, Any] = {**self.request_options, "model": self.model_name, "messages": wire,
-                                   "max_tokens": max_output_tokens or self.max_tokens}
+                                   "max_tokens": asked.settings.max_output_tokens or self.max_tokens}
         if system:
             request["system"] = system
-        if tools:
+        if asked.tools:
             request["tools"] = [{"name": t["name"], "description": t.get("description", ""),
-                                 "input_schema": t["parameters"]} for t in tools]
-        if temperature is not None and not self._warned_temperature:
+                                 "input_schema": t["parameters"]} for t in asked.tools]
+        if asked.settings.temperature is not None and not self._warned_temperature:
             self._warned_temperature = True
             _log.warning("tracedagent: the Anthropic Messages API no longer accepts temperature; "
                          "AnthropicModel does not send it")
@@ -118,6 +118,16 @@ class AnthropicModel(SdkModel):
 
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
+
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """``{"type": "auto" | "any" | "none"}``, or ``{"type": "tool", "name"}``."""
+        choice = request.get("tool_choice")
+        if not isinstance(choice, dict) or not request.get("tools"):
+            return None
+        kind = {"auto": "auto", "any": "required", "none": "none", "tool": "function"}.get(choice.get("type"))
+        if kind is None:
+            return None
+        return kind, (str(choice.get("name")) if kind == "function" else None)
 
     def _reader(self) -> StreamReader:
         return _EventReader()

@@ -23,6 +23,7 @@ import uuid
 from typing import Any, Literal
 
 from .._core._records import Completion, Message, ToolCall, Usage
+from .._core._request import ModelRequest
 from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
 from ._common import MalformedResponseError, SdkModel, StreamReader, decode_arguments, encode_arguments, missing_sdk
 
@@ -86,20 +87,30 @@ class OpenAIChatModel(SdkModel):
     def _create(self, client: Any) -> Any:
         return client.chat.completions.create
 
-    def _request(self, messages: list[Message], tools: list[dict[str, Any]] | None,
-                 max_output_tokens: int | None, temperature: float | None) -> dict[str, Any]:
+    def _request(self, asked: ModelRequest) -> dict[str, Any]:
         request: dict[str, Any] = {**self.request_options, "model": self.model_name,
-                                   "messages": [_to_wire(m) for m in messages]}
-        if tools:
-            request["tools"] = [_tool_to_wire(t) for t in tools]
-        if max_output_tokens is not None:
-            request[self.max_tokens_field] = max_output_tokens
-        if temperature is not None:
-            request["temperature"] = temperature
+                                   "messages": [_to_wire(m) for m in asked.messages]}
+        if asked.tools:
+            request["tools"] = [_tool_to_wire(t) for t in asked.tools]
+        settings = asked.settings
+        if settings.max_output_tokens is not None:
+            request[self.max_tokens_field] = settings.max_output_tokens
+        if settings.temperature is not None:
+            request["temperature"] = settings.temperature
         return request
 
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
+
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """``"auto"``/``"none"``/``"required"``, or ``{"type": "function", "function": {"name"}}``."""
+        choice = request.get("tool_choice")
+        if choice is None or not request.get("tools"):
+            return None
+        if isinstance(choice, str):
+            return (choice, None) if choice in ("auto", "none", "required") else None
+        function = choice.get("function") if isinstance(choice, dict) else None
+        return ("function", str(function.get("name"))) if isinstance(function, dict) else None
 
     def _stream_request(self) -> dict[str, Any]:
         """Usage comes in a last chunk of its own, and only when asked for (``include_usage``)."""

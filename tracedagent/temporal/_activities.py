@@ -23,6 +23,7 @@ from temporalio import activity
 from .._core import _names as N
 from .._agent import _acalls
 from .._core._deadline import Deadline, DeadlineExceeded
+from .._core._request import ModelRequest
 from ._codec import call_from_data, completion_to_data, error_to_data, result_to_data
 from ._hosting import hosted
 
@@ -70,9 +71,10 @@ async def model_call(request: dict[str, Any]) -> dict[str, Any]:
     agent = hosted(activity.info().task_queue, request["agent"])
     token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
     try:
-        completion = await _heartbeating(_acalls.complete(
-            agent.model, request["messages"], agent.schemas, agent.agent.max_output_tokens,
-            agent.agent.temperature, _deadline(request["seconds_left"])))
+        deadline = _deadline(request["seconds_left"])
+        asked = ModelRequest(messages=request["messages"], tools=agent.schemas, settings=agent.agent._settings,
+                             timeout=None if deadline is None else deadline.left())
+        completion = await _heartbeating(agent.model.acomplete(asked, deadline=deadline))
     except DeadlineExceeded:
         return {"cut": True}
     except Exception as exc:  # the model's failure: the loop's to act on, not a retry

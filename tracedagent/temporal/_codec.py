@@ -20,6 +20,7 @@ from typing import Any
 from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint, budget_from
 from .._core._messages import check_messages
+from .._core._provider_messages import loop_messages
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage, error_type, message_of
 from .._core._run import Run, Step
 from .._core._secrets import Redactor
@@ -106,8 +107,8 @@ def request_from_data(request: Any) -> dict[str, Any]:
     for key in ("agent", "task"):
         if not isinstance(request.get(key), str):
             raise ValueError(f"{key!r} is {type(request.get(key)).__name__}, not a string")
-    history = request.get("history") or []
-    check_messages(history)  # MalformedMessage, a ValueError: which message, which field
+    history = loop_messages(request.get("history") or [])  # a provider's shapes, converted first
+    check_messages(history, "history")  # MalformedMessage, a ValueError: which message, which field
     timeout = request.get("approval_timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or not math.isfinite(timeout) or timeout < 0):

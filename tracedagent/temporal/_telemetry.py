@@ -29,7 +29,8 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext, SpanKind
 from temporalio import activity, workflow
-from temporalio.contrib.opentelemetry._id_generator import TemporalIdGenerator  # not re-exported (1.35)
+# Private (not re-exported in 1.35): pyproject.toml bounds temporalio below 1.36 for it.
+from temporalio.contrib.opentelemetry._id_generator import TemporalIdGenerator
 
 from .._core import _names as N
 from .._instrumentation._telemetry import AgentTelemetry

@@ -24,8 +24,9 @@ from .._core._budget import Budget, Stop
 from .._core._checkpoint import BadDecisions, Checkpoint
 from .._core._decisions import Decision, check_decisions, decisions_from_data, settle
 from .._core._deadline import Deadline
-from .._core._records import ToolCall, ToolOutcome, ToolResult, Usage
+from .._core._records import ToolCall, ToolOutcome, ToolResult
 from .._core._run import Run, RunState, initial_messages
+from .._core._result import usage_of
 from .._agent._resume import _plan, denied, record_decisions
 from .._agent._team import SubAgentTool
 from .._core._tools import Approved, Registry, Tool
@@ -307,7 +308,7 @@ class _Loop:
             scope.fail(_kind(exc))
             raise
         run = run_from_data(data)
-        self.state.charge(Usage(input_tokens=run.input_tokens, output_tokens=run.output_tokens), run.cost)
+        self.state.charge(usage_of(run), run.cost)  # cache tokens too
         self.state.absorb(run)
         scope.span.set_attribute(N.SUB_AGENT_STOP_REASON, run.stop.value)
         # The sub-agent's answer or stop, as the caller's registry turns a tool's into a result.
