@@ -67,7 +67,7 @@ def test_a_plain_answer_request_and_completion():
     [request] = server.requests
     assert request.path == "/v1/responses"
     assert request.body == {"model": rw.MODEL, "instructions": "Be brief.",
-                            "input": [{"role": "user", "content": "Hi"}],
+                            "input": [{"type": "message", "role": "user", "content": "Hi"}],
                             "max_output_tokens": 50, "temperature": 0.2, "store": False}
     assert completion.text == "Hello there." and not completion.wants_tools
     assert (completion.usage.input_tokens, completion.usage.output_tokens) == (21, 4)
@@ -94,8 +94,8 @@ def test_tool_calls_and_their_results_make_a_round_trip_in_every_driver(driver):
         {"type": "function", "name": "shout", "description": "Upper-case a text.", "parameters": shout.parameters}]
     assert first["max_output_tokens"] == 100 and first["instructions"] == second["instructions"] == "Use tools."
     assert second["input"] == [
-        {"role": "user", "content": TASK},
-        {"role": "assistant", "content": "Let me check."},
+        {"type": "message", "role": "user", "content": TASK},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Let me check."}]},
         {"type": "function_call", "call_id": "call_a", "name": "add", "arguments": '{"a": 2, "b": 3}'},
         {"type": "function_call", "call_id": "call_s", "name": "shout", "arguments": '{"text": "hi"}'},
         {"type": "function_call_output", "call_id": "call_a", "output": "5"},
@@ -187,3 +187,25 @@ def test_a_body_without_output_is_a_malformed_response():
 def test_request_options_the_loop_sets_are_refused():
     with pytest.raises(TypeError, match="input, instructions"):
         OpenAIResponsesModel("m", input=[], instructions="x")
+
+
+@pytest.mark.parametrize("deltas", [True, False], ids=["deltas", "whole-at-done"])
+def test_a_stream_that_names_items_only_by_call_id_adds_up_to_its_calls(deltas):
+    """llama.cpp's server: no ``output_index``, no ``item.id``; its events' ``item_id`` is the
+    ``call_id``. Some servers send a call's arguments only whole, when it is done."""
+    def call(call_id: str, name: str, fragments: list[str]) -> list[dict]:
+        opened = {k: v for k, v in rw.function_call(call_id, name, "").items() if k != "id"}
+        streamed = [{"type": "response.function_call_arguments.delta", "item_id": call_id, "delta": f}
+                    for f in fragments] if deltas else []
+        done = {"type": "response.output_item.done", "item": {**opened, "arguments": "".join(fragments)}}
+        return [{"type": "response.output_item.added", "item": opened}, *streamed, done]
+
+    whole = rw.response(rw.function_call("fc_1", "add", '{"a": 2, "b": 3}'),
+                        rw.function_call("fc_2", "shout", '{"text": "hi"}'), id="resp_calls")
+    reply = rw.events(*call("fc_1", "add", ['{"a": 2, ', '"b": 3}']), *call("fc_2", "shout", ['{"text": "hi"}']),
+                      {"type": "response.completed", "response": whole})
+    with serve(reply, rw.streamed_answer("Done.")) as server:
+        with Agent(rw.model_for(server), [add, shout]).stream(TASK) as stream:
+            list(stream)
+    assert stream.run.ok and stream.run.trajectory() == ["add", "shout"]
+    assert [c.arguments for c in stream.run.steps[0].completion.tool_calls] == [{"a": 2, "b": 3}, {"text": "hi"}]

@@ -5,7 +5,9 @@ reasoning models report their reasoning). Its conversation is a list of *items*,
 messages, which this module bridges:
 
 * system messages become the request's ``instructions`` (several are joined with a blank line);
-* a user or assistant text is a message item ``{"role", "content"}``;
+* a user text is a message item ``{"type": "message", "role": "user", "content"}``, an assistant's
+  text one whose content is an ``output_text`` part, the shape the API answers with (llama.cpp's
+  server refuses an assistant message without the ``type`` and the part);
 * an assistant's tool calls are ``function_call`` items (``call_id``, ``name``, ``arguments``
   as JSON text), each tool result a ``function_call_output`` item with the same ``call_id``;
 * tools are flat: ``{"type": "function", "name", "description", "parameters"}``.
@@ -100,34 +102,46 @@ class OpenAIResponsesModel(OpenAIClients):
 
 class _EventReader(StreamReader):
     """The Responses API's stream events. A tool call is named by the ``function_call`` item that
-    ``response.output_item.added`` opens; its arguments come in ``.delta`` fragments under the same
-    ``output_index`` (or only whole, in ``.done`` or ``output_item.done``, from servers that send no
-    deltas). The final ``response.completed`` / ``response.incomplete`` carries the whole response:
-    id, model, status and usage."""
+    ``response.output_item.added`` opens; its arguments come in ``.delta`` fragments for the same
+    item (or only whole, in ``.done`` or ``output_item.done``, from servers that send no deltas).
+    The final ``response.completed`` / ``response.incomplete`` carries the whole response: id,
+    model, status and usage.
+
+    A call's fragments are matched to it by the item's id (``item.id``, the events' ``item_id``):
+    llama.cpp's server sends no ``output_index`` and no ``item.id``, only the ``call_id``, which
+    its events use as ``item_id``. Calls are numbered in the order they open."""
 
     def __init__(self) -> None:
-        self.calls: dict[int, bool] = {}
-        """The function calls opened, by output index: whether any of their arguments has come."""
+        self.indices: dict[Any, int] = {}
+        """Each function call's index, by its item id."""
+        self.streamed: dict[int, bool] = {}
+        """Whether any of a call's arguments has come, by index."""
         self.response: Any = None
+
+    def _index(self, key: Any) -> int:
+        return self.indices.setdefault(key, len(self.indices))
 
     def read(self, event: Any) -> list[ModelChunk]:
         kind = getattr(event, "type", None)
-        if kind == "response.output_text.delta":
-            return [event.delta] if event.delta else []
-        if kind == "response.refusal.delta":  # the non-streamed path's text when there is no output_text
+        if kind in ("response.output_text.delta", "response.refusal.delta"):  # a refusal: the text when no other
             return [event.delta] if event.delta else []
         if kind == "response.function_call_arguments.delta":
-            self.calls[event.output_index] = True
-            return [ToolCallDelta(index=event.output_index, arguments=event.delta or "")]
-        if kind == "response.output_item.added" and getattr(event.item, "type", None) == "function_call":
-            self.calls[event.output_index] = bool(event.item.arguments)
-            return [ToolCallDelta(index=event.output_index, id=event.item.call_id, name=event.item.name,
-                                  arguments=event.item.arguments or "")]
-        if kind in ("response.function_call_arguments.done", "response.output_item.done"):
-            arguments = event.arguments if kind.endswith("arguments.done") else getattr(event.item, "arguments", None)
-            if self.calls.get(event.output_index) is False and arguments:  # nothing streamed: the whole at once
-                self.calls[event.output_index] = True
-                return [ToolCallDelta(index=event.output_index, arguments=arguments)]
+            index = self._index(_key(event.item_id, event))
+            self.streamed[index] = True
+            return [ToolCallDelta(index=index, arguments=event.delta or "")]
+        item = getattr(event, "item", None)
+        if kind == "response.output_item.added" and getattr(item, "type", None) == "function_call":
+            index = self._index(_key(getattr(item, "id", None) or item.call_id, event))
+            self.streamed[index] = bool(item.arguments)
+            return [ToolCallDelta(index=index, id=item.call_id, name=item.name, arguments=item.arguments or "")]
+        if kind == "response.function_call_arguments.done" or (
+                kind == "response.output_item.done" and getattr(item, "type", None) == "function_call"):
+            key = _key(event.item_id if item is None else getattr(item, "id", None) or item.call_id, event)
+            arguments = event.arguments if item is None else item.arguments
+            index = self.indices.get(key)
+            if index is not None and not self.streamed[index] and arguments:  # nothing streamed: the whole at once
+                self.streamed[index] = True
+                return [ToolCallDelta(index=index, arguments=arguments)]
             return []
         if kind in ("response.created", "response.completed", "response.incomplete"):
             self.response = event.response
@@ -146,6 +160,11 @@ class _EventReader(StreamReader):
                        response_id=response.id)
 
 
+def _key(item_id: Any, event: Any) -> Any:
+    """A function call's item id, or its ``output_index`` from a server that names no item."""
+    return item_id if item_id else ("output", getattr(event, "output_index", None))
+
+
 def _to_items(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
     """The loop's messages as ``(instructions, input items)``."""
     instructions: list[str] = []
@@ -157,8 +176,10 @@ def _to_items(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]:
         elif role == "tool":
             items.append({"type": "function_call_output", "call_id": message["tool_call_id"], "output": content})
         else:
-            if content or role == "user":
-                items.append({"role": role, "content": content})
+            if role == "assistant" and content:  # what the model said, as the API's output shape
+                items.append({"type": "message", "role": role, "content": [{"type": "output_text", "text": content}]})
+            elif role != "assistant":
+                items.append({"type": "message", "role": role, "content": content})
             items.extend({"type": "function_call", "call_id": call["id"], "name": call["name"],
                           "arguments": encode_arguments(call["arguments"])}
                          for call in message.get("tool_calls") or ())
