@@ -32,7 +32,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError(missing_sdk("openai", "openai")) from exc
 
-__all__ = ["OpenAIChatModel", "OpenAIClients", "string_tool_choice"]
+__all__ = ["OpenAIChatModel", "OpenAIClients"]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 
@@ -61,10 +61,26 @@ class OpenAIClients(SdkModel):
     def _new_client(self, *, asynchronous: bool, options: dict[str, Any]) -> openai.OpenAI | openai.AsyncOpenAI:
         return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**options)
 
+    def _settings(self, request: dict[str, Any], asked: ModelRequest, max_tokens_field: str) -> dict[str, Any]:
+        """``request`` with the loop's settings that were set: the output limit in ``max_tokens_field``."""
+        if asked.settings.max_output_tokens is not None:
+            request[max_tokens_field] = asked.settings.max_output_tokens
+        if asked.settings.temperature is not None:
+            request["temperature"] = asked.settings.temperature
+        return request
 
-def string_tool_choice(choice: Any) -> tuple[str, str | None] | None:
-    """``"auto"``/``"none"``/``"required"``, the ``tool_choice`` strings both OpenAI APIs take."""
-    return (choice, None) if choice in ("auto", "none", "required") else None
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """``"auto"``/``"none"``/``"required"``, or a named function: ``{"type": "function", "function":
+        {"name"}}`` on Chat Completions, ``{"type": "function", "name"}`` on the Responses API."""
+        choice = request.get("tool_choice")
+        if choice is None or not request.get("tools"):
+            return None
+        if isinstance(choice, str):
+            return (choice, None) if choice in ("auto", "none", "required") else None
+        if not isinstance(choice, dict) or choice.get("type") != "function":
+            return None
+        named = choice.get("function", choice)
+        return ("function", str(named.get("name"))) if isinstance(named, dict) else None
 
 
 class OpenAIChatModel(OpenAIClients):
@@ -109,25 +125,10 @@ class OpenAIChatModel(OpenAIClients):
                                    "messages": [_to_wire(m) for m in asked.messages]}
         if asked.tools:
             request["tools"] = [_tool_to_wire(t) for t in asked.tools]
-        settings = asked.settings
-        if settings.max_output_tokens is not None:
-            request[self.max_tokens_field] = settings.max_output_tokens
-        if settings.temperature is not None:
-            request["temperature"] = settings.temperature
-        return request
+        return self._settings(request, asked, self.max_tokens_field)
 
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
-
-    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
-        """``"auto"``/``"none"``/``"required"``, or ``{"type": "function", "function": {"name"}}``."""
-        choice = request.get("tool_choice")
-        if choice is None or not request.get("tools"):
-            return None
-        if isinstance(choice, str):
-            return string_tool_choice(choice)
-        function = choice.get("function") if isinstance(choice, dict) else None
-        return ("function", str(function.get("name"))) if isinstance(function, dict) else None
 
     def _stream_request(self) -> dict[str, Any]:
         """Usage comes in a last chunk of its own, and only when asked for (``include_usage``)."""

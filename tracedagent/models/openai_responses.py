@@ -32,7 +32,7 @@ from .._core._records import Completion, Message, ToolCall, Usage
 from .._core._request import ModelRequest
 from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
 from ._common import MalformedResponseError, StreamReader, decode_arguments, encode_arguments
-from .openai import OpenAIClients, openai, string_tool_choice
+from .openai import OpenAIClients, openai
 
 __all__ = ["OpenAIResponsesModel", "ResponseFailedError"]
 
@@ -78,23 +78,10 @@ class OpenAIResponsesModel(OpenAIClients):
         if asked.tools:
             request["tools"] = [{"type": "function", "name": t["name"], "description": t.get("description", ""),
                                  "parameters": t["parameters"]} for t in asked.tools]
-        if asked.settings.max_output_tokens is not None:
-            request["max_output_tokens"] = asked.settings.max_output_tokens
-        if asked.settings.temperature is not None:
-            request["temperature"] = asked.settings.temperature
-        return request
+        return self._settings(request, asked, "max_output_tokens")
 
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
-
-    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
-        """``"auto"``/``"none"``/``"required"``, or ``{"type": "function", "name"}``."""
-        choice = request.get("tool_choice")
-        if choice is None or not request.get("tools"):
-            return None
-        if isinstance(choice, dict):
-            return ("function", str(choice.get("name"))) if choice.get("type") == "function" else None
-        return string_tool_choice(choice)
 
     def _reader(self) -> StreamReader:
         return _EventReader()
