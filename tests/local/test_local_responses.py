@@ -54,3 +54,14 @@ def test_a_tool_call_and_its_result_make_a_round_trip(local_server, driver):
     assert len(chats) >= 2 and all(s.attributes[N.GEN_AI_RESPONSE_ID].startswith("resp_") for s in chats)
     assert all(s.attributes[N.GEN_AI_USAGE_OUTPUT_TOKENS] > 0 for s in chats)
     assert run.messages[-1]["role"] == "assistant"
+
+
+def test_a_response_cut_at_max_output_tokens_still_says_completed(local_server):
+    """A quirk of the server (OpenAI says ``incomplete``, reason ``max_output_tokens``): the chat
+    span's finish reason is what the server said, and the output tokens show the cut."""
+    rec = Recorder()
+    run = agent("responses", local_server, [], forced=False, max_output_tokens=4, **rec.providers).run(
+        "Write a long story about a dragon.")
+    assert run.stop is Stop.ANSWERED and run.output_tokens == 4
+    [chat] = rec.runs()[0].chat_spans
+    assert chat.attributes[N.GEN_AI_RESPONSE_FINISH_REASONS] == ("completed",)
