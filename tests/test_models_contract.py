@@ -3,11 +3,12 @@ the same things, the SDK's retries are kept, a failure stops the run as a named 
 with the partial run kept, and the API key goes nowhere.
 
 Each case runs once per ``Provider``: the adapter through its real SDK against a local fake
-of the provider's server (``_fake_servers.py``, speaking ``_openai_wire.py`` or
-``_anthropic_wire.py``), and once more through the async driver (``Agent.arun``, the
-adapter's ``acomplete`` and the SDK's async client). How each provider's requests and replies
-look on the wire (Anthropic's thinking blocks and cache tokens, OpenAI's calls without ids)
-is tested in ``test_models_openai.py`` and ``test_models_anthropic.py``.
+of the provider's server (``_fake_servers.py``, speaking ``_openai_wire.py``,
+``_openai_responses_wire.py`` or ``_anthropic_wire.py``), and once more through the async
+driver (``Agent.arun``, the adapter's ``acomplete`` and the SDK's async client). How each
+provider's requests and replies look on the wire (Anthropic's thinking blocks and cache tokens,
+OpenAI's calls without ids, the Responses API's items and events) is tested in
+``test_models_openai.py``, ``test_models_openai_responses.py`` and ``test_models_anthropic.py``.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 import _anthropic_wire
+import _openai_responses_wire
 import _openai_wire
 from _fake_servers import FAST_RETRY, FakeServer, Reply, json_reply, serve
 from sample_tools import add, shout
 from tracedagent import Agent, Budget, Completion, Model, Run, Stop
 from tracedagent._core import _names as N
-from tracedagent.models import AnthropicModel, MalformedResponseError, OpenAIChatModel
+from tracedagent.models import AnthropicModel, MalformedResponseError, OpenAIChatModel, OpenAIResponsesModel
 from tracedagent.testing import Recorder
 
 
@@ -116,6 +118,17 @@ OPENAI = Provider(
                ("no-choices", json_reply({"id": "x", "object": "chat.completion"}), "MalformedResponseError"),
                ("empty-choices", json_reply({"id": "x", "choices": []}), "MalformedResponseError")))
 
+OPENAI_RESPONSES = Provider(
+    id="openai-responses", name="openai", sdk=openai, key=_openai_wire.FAKE_KEY, use_key=_openai_wire.use_key,
+    build=_openai_responses_wire.model_for, adapter=OpenAIResponsesModel, clients=_openai_wire.clients_for,
+    model=_openai_wire.MODEL, response_model=_openai_wire.RESPONSE_MODEL,
+    answer=_openai_responses_wire.answer, calls=_openai_responses_wire.calls, error=_openai_wire.error,
+    finish_reasons=("completed", "completed"), response_ids=("resp_calls", "resp_answer"),
+    overloaded=(500, openai.InternalServerError), required="output",
+    malformed=(("truncated", Reply(body=b'{"id": "resp", "output": [', headers={"content-type": "application/json"}),
+                "JSONDecodeError"),
+               ("no-output", json_reply({"id": "resp", "object": "response"}), "MalformedResponseError")))
+
 ANTHROPIC = Provider(
     id="anthropic", name="anthropic", sdk=anthropic, key=_anthropic_wire.FAKE_KEY, use_key=_anthropic_wire.use_key,
     build=_anthropic_wire.model_for, adapter=AnthropicModel,
@@ -127,8 +140,9 @@ ANTHROPIC = Provider(
                 "JSONDecodeError"),
                ("no-content", json_reply({"id": "msg", "type": "message"}), "MalformedResponseError")))
 
-PROVIDERS = [OPENAI, ANTHROPIC, *(replace(p, id=f"{p.id}-async", run=run_async, complete=complete_async,
-                                           client_header="async:asyncio") for p in (OPENAI, ANTHROPIC))]
+PROVIDERS = [OPENAI, OPENAI_RESPONSES, ANTHROPIC,
+             *(replace(p, id=f"{p.id}-async", run=run_async, complete=complete_async, client_header="async:asyncio")
+               for p in (OPENAI, OPENAI_RESPONSES, ANTHROPIC))]
 
 
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.id)
@@ -339,7 +353,7 @@ def test_a_run_cancelled_in_the_model_call_ends_its_spans_and_the_adapter_still_
 # --- the clients behind complete and acomplete ------------------------------------------
 
 
-@pytest.mark.parametrize("provider", [OPENAI, ANTHROPIC], ids=lambda p: p.id, indirect=True)
+@pytest.mark.parametrize("provider", [OPENAI, OPENAI_RESPONSES, ANTHROPIC], ids=lambda p: p.id, indirect=True)
 def test_the_async_client_is_built_per_event_loop_from_the_same_options(provider):
     with serve(provider.answer("first"), provider.answer("second")) as server:
         model = provider.build(server, max_retries=1, timeout=12.0)
@@ -353,7 +367,7 @@ def test_the_async_client_is_built_per_event_loop_from_the_same_options(provider
     assert [r.headers["x-stainless-async"] for r in server.requests] == ["async:asyncio"] * 2
 
 
-@pytest.mark.parametrize("provider", [OPENAI, ANTHROPIC], ids=lambda p: p.id, indirect=True)
+@pytest.mark.parametrize("provider", [OPENAI, OPENAI_RESPONSES, ANTHROPIC], ids=lambda p: p.id, indirect=True)
 def test_ready_clients_sync_async_or_both(provider):
     """A ready async client is the caller's, bound to one event loop, so all calls share one."""
     hi = [{"role": "user", "content": "Hi"}]

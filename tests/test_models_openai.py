@@ -148,3 +148,15 @@ def test_a_ready_client_is_used_as_is_and_conflicting_options_are_refused():
         OpenAIChatModel("m", messages=[])
     with pytest.raises(ValueError, match="max_tokens_field"):
         OpenAIChatModel("m", max_tokens_field="max_output_tokens")
+
+
+def test_reasoning_tokens_are_reported_on_the_chat_span():
+    rec = Recorder()
+    body = json.loads(answer(output_tokens=50).body)
+    body["usage"]["completion_tokens_details"] = {"reasoning_tokens": 38}
+    with serve(json_reply(body)) as server:
+        run = Agent(model_for(server), **rec.providers).run("Hi")
+    assert run.steps[0].completion.usage.reasoning_output_tokens == 38
+    [span] = rec.runs()[0].chat_spans
+    assert span.attributes[N.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] == 38
+    assert span.attributes[N.GEN_AI_USAGE_OUTPUT_TOKENS] == 50  # reasoning tokens are output tokens

@@ -82,17 +82,21 @@ class ToolOnFirstTurn:
 
 
 def model(adapter: str, server: local.LocalServer, *, tool_first: bool = False, **options: Any) -> Any:
-    """``OpenAIChatModel`` (``adapter="openai"``) or ``AnthropicModel`` on ``server``, as a user
-    points one at a local server: no retries; temperature 0 in the body for Anthropic, whose
+    """``OpenAIChatModel`` (``adapter="openai"``), ``OpenAIResponsesModel`` (``"responses"``) or
+    ``AnthropicModel`` on ``server``, as a user points one at a local server: no retries; temperature 0 in the body for Anthropic, whose
     adapter does not send one. ``tool_first``: a ``ToolOnFirstTurn`` of two of them."""
     if tool_first:
-        forcing = {"tool_choice": "required"} if adapter == "openai" else {"tool_choice": {"type": "any"}}
+        forcing = {"tool_choice": {"type": "any"}} if adapter == "anthropic" else {"tool_choice": "required"}
         return ToolOnFirstTurn(model(adapter, server, **options, **forcing), model(adapter, server, **options))
     name = options.pop("name", local.MODEL_NAME)
     if adapter == "openai":
         from ..models.openai import OpenAIChatModel
 
         return OpenAIChatModel(name, base_url=server.openai_base_url, api_key="local", max_retries=0, **options)
+    if adapter == "responses":
+        from ..models.openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(name, base_url=server.openai_base_url, api_key="local", max_retries=0, **options)
     from ..models.anthropic import AnthropicModel
 
     extra = {"temperature": 0, **options.pop("extra_body", {})}

@@ -94,6 +94,9 @@ class Usage:
     """Of ``input_tokens``, those read from the provider's prompt cache (Anthropic)."""
     cache_creation_input_tokens: int = 0
     """Of ``input_tokens``, those written to the provider's prompt cache (Anthropic)."""
+    reasoning_output_tokens: int = 0
+    """Of ``output_tokens``, those the model spent reasoning before it answered (OpenAI's
+    ``reasoning_tokens``); zero where the provider does not report them apart."""
 
     @property
     def total_tokens(self) -> int:
@@ -214,7 +217,8 @@ def check_completion(completion: Any) -> Completion:
     usage = completion.usage
     if not isinstance(usage, Usage):
         raise TypeError(f"the model's Completion has usage={type(usage).__name__}, not a Usage")
-    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens)
+    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens,
+              usage.reasoning_output_tokens)
     if set(map(type, counts)) != {int} or min(counts) < 0 or max(counts) > MAX_TOKEN_COUNT:  # nor is a bool
         name, value = next((f.name, v) for f, v in zip(dataclasses.fields(Usage), counts)
                            if type(v) is not int or not 0 <= v <= MAX_TOKEN_COUNT)

@@ -204,6 +204,8 @@ class ChatScope(_Scope):
             attributes[N.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_input_tokens
         if usage.cache_creation_input_tokens:
             attributes[N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
+        if usage.reasoning_output_tokens:
+            attributes[N.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_output_tokens
         if self._t.capture is not None:
             attributes.update(self._t.capture.output(completion))
             if self._cut:

@@ -7,6 +7,7 @@ adapter (and its SDK) on first use.
 
 * ``tracedagent.models.openai.OpenAIChatModel`` - OpenAI's Chat Completions API, and every
   server that speaks it (vLLM, Ollama, LM Studio, OpenRouter, Azure OpenAI...).
+* ``tracedagent.models.openai_responses.OpenAIResponsesModel`` - OpenAI's Responses API.
 * ``tracedagent.models.anthropic.AnthropicModel`` - Anthropic's Messages API.
 """
 
@@ -21,8 +22,9 @@ from ._common import MalformedResponseError
 if TYPE_CHECKING:
     from .anthropic import AnthropicModel
     from .openai import OpenAIChatModel
+    from .openai_responses import OpenAIResponsesModel
 
-_LAZY = {"OpenAIChatModel": ".openai", "AnthropicModel": ".anthropic"}
+_LAZY = {"OpenAIChatModel": ".openai", "OpenAIResponsesModel": ".openai_responses", "AnthropicModel": ".anthropic"}
 
 
 def _installed(sdk: str) -> bool:
@@ -34,7 +36,7 @@ def _installed(sdk: str) -> bool:
 # would make it raise, so only the adapters of installed SDKs are listed.
 __all__ = ["MalformedResponseError"]
 if _installed("openai"):
-    __all__ += ["OpenAIChatModel"]
+    __all__ += ["OpenAIChatModel", "OpenAIResponsesModel"]
 if _installed("anthropic"):
     __all__ += ["AnthropicModel"]
 

@@ -32,13 +32,58 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError(missing_sdk("openai", "openai")) from exc
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["OpenAIChatModel", "OpenAIClients"]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
-_RESERVED = frozenset({"model", "messages", "tools", "stream"})
 
 
-class OpenAIChatModel(SdkModel):
+class OpenAIClients(SdkModel):
+    """What both OpenAI adapters share: the SDK's clients (``openai.OpenAI`` and ``openai.AsyncOpenAI``,
+    or the ready ones given), the provider name, the refused request options, and the repr."""
+
+    provider_name = "openai"
+    sdk_error = openai.OpenAIError
+    reserved: frozenset[str]
+    """The request fields the loop sets itself, refused as request options."""
+
+    def _setup(self, model: str, client: Any, async_client: Any, options: dict[str, Any],
+               request_options: dict[str, Any]) -> None:
+        if reserved := self.reserved & request_options.keys():
+            raise TypeError(f"{', '.join(sorted(reserved))} cannot be request options: the loop sets "
+                            "the model, the conversation and the tools, and stream() streams")
+        self._connect(client, async_client, options)
+        self.model_name = model
+        self.request_options = request_options
+
+    def __repr__(self) -> str:  # never the client: its repr is not ours to vouch for
+        return f"{type(self).__name__}(model={self.model_name!r}, server={self.server_address}:{self.server_port})"
+
+    def _new_client(self, *, asynchronous: bool, options: dict[str, Any]) -> openai.OpenAI | openai.AsyncOpenAI:
+        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**options)
+
+    def _settings(self, request: dict[str, Any], asked: ModelRequest, max_tokens_field: str) -> dict[str, Any]:
+        """``request`` with the loop's settings that were set: the output limit in ``max_tokens_field``."""
+        if asked.settings.max_output_tokens is not None:
+            request[max_tokens_field] = asked.settings.max_output_tokens
+        if asked.settings.temperature is not None:
+            request["temperature"] = asked.settings.temperature
+        return request
+
+    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
+        """``"auto"``/``"none"``/``"required"``, or a named function: ``{"type": "function", "function":
+        {"name"}}`` on Chat Completions, ``{"type": "function", "name"}`` on the Responses API."""
+        choice = request.get("tool_choice")
+        if choice is None or not request.get("tools"):
+            return None
+        if isinstance(choice, str):
+            return (choice, None) if choice in ("auto", "none", "required") else None
+        if not isinstance(choice, dict) or choice.get("type") != "function":
+            return None
+        named = choice.get("function", choice)
+        return ("function", str(named.get("name"))) if isinstance(named, dict) else None
+
+
+class OpenAIChatModel(OpenAIClients):
     """A ``Model`` backed by ``client.chat.completions.create``, sync and async.
 
     ``model`` is the model name the server knows (``gpt-4.1-mini``, ``llama3.2``...).
@@ -57,8 +102,7 @@ class OpenAIChatModel(SdkModel):
     ``extra_body={...}``) is sent with every request; the loop's own per-call values win.
     """
 
-    provider_name = "openai"
-    sdk_error = openai.OpenAIError
+    reserved = frozenset({"model", "messages", "tools", "stream"})
 
     def __init__(self, model: str, client: openai.OpenAI | None = None, *,
                  async_client: openai.AsyncOpenAI | None = None,
@@ -66,23 +110,12 @@ class OpenAIChatModel(SdkModel):
                  max_retries: int | None = None, timeout: float | None = None,
                  max_tokens_field: MaxTokensField = "max_completion_tokens",
                  **request_options: Any) -> None:
-        if reserved := _RESERVED & request_options.keys():
-            raise TypeError(f"{', '.join(sorted(reserved))} cannot be request options: the loop sets "
-                            "the model, messages and tools, and stream() streams")
         if max_tokens_field not in ("max_completion_tokens", "max_tokens"):
             raise ValueError(f"max_tokens_field must be 'max_completion_tokens' or 'max_tokens', "
                              f"got {max_tokens_field!r}")
-        self._connect(client, async_client, dict(base_url=base_url, api_key=api_key,
-                                                 max_retries=max_retries, timeout=timeout))
-        self.model_name = model
+        self._setup(model, client, async_client, dict(base_url=base_url, api_key=api_key, max_retries=max_retries,
+                                                      timeout=timeout), request_options)
         self.max_tokens_field = max_tokens_field
-        self.request_options = request_options
-
-    def __repr__(self) -> str:  # never the client: its repr is not ours to vouch for
-        return f"OpenAIChatModel(model={self.model_name!r}, server={self.server_address}:{self.server_port})"
-
-    def _new_client(self, *, asynchronous: bool, options: dict[str, Any]) -> openai.OpenAI | openai.AsyncOpenAI:
-        return (openai.AsyncOpenAI if asynchronous else openai.OpenAI)(**options)
 
     def _create(self, client: Any) -> Any:
         return client.chat.completions.create
@@ -92,25 +125,10 @@ class OpenAIChatModel(SdkModel):
                                    "messages": [_to_wire(m) for m in asked.messages]}
         if asked.tools:
             request["tools"] = [_tool_to_wire(t) for t in asked.tools]
-        settings = asked.settings
-        if settings.max_output_tokens is not None:
-            request[self.max_tokens_field] = settings.max_output_tokens
-        if settings.temperature is not None:
-            request["temperature"] = settings.temperature
-        return request
+        return self._settings(request, asked, self.max_tokens_field)
 
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
-
-    def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
-        """``"auto"``/``"none"``/``"required"``, or ``{"type": "function", "function": {"name"}}``."""
-        choice = request.get("tool_choice")
-        if choice is None or not request.get("tools"):
-            return None
-        if isinstance(choice, str):
-            return (choice, None) if choice in ("auto", "none", "required") else None
-        function = choice.get("function") if isinstance(choice, dict) else None
-        return ("function", str(function.get("name"))) if isinstance(function, dict) else None
 
     def _stream_request(self) -> dict[str, Any]:
         """Usage comes in a last chunk of its own, and only when asked for (``include_usage``)."""
@@ -201,6 +219,8 @@ def _usage(usage: Any) -> Usage:
     if usage is None:  # some compatible servers omit it
         return Usage()
     details = usage.prompt_tokens_details
+    output_details = getattr(usage, "completion_tokens_details", None)
     return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0,
                  cache_read_input_tokens=(details and details.cached_tokens) or 0,
-                 cache_creation_input_tokens=(details and getattr(details, "cache_write_tokens", None)) or 0)
+                 cache_creation_input_tokens=(details and getattr(details, "cache_write_tokens", None)) or 0,
+                 reasoning_output_tokens=(output_details and output_details.reasoning_tokens) or 0)
