@@ -1,0 +1,98 @@
+"""One LLM span per model call with a provider instrumentation on too (issue #39, item 8):
+OpenInference's OpenAI instrumentor, installed for real, traces the ``openai`` SDK that
+``OpenAIChatModel`` calls against a local server speaking the Chat Completions wire format.
+By default tracedagent's ``chat`` span suppresses it; ``provider_spans="keep"`` does not; a
+call made outside a run is the instrumentor's to trace, as before."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from openinference.instrumentation.openai import OpenAIInstrumentor
+
+from _fake_servers import serve
+from _openai_wire import answer, clients_for, model_for, streamed_answer, use_key
+from tracedagent import Agent
+from tracedagent._core import _names as N
+from tracedagent.testing import FakeModel, Recorder
+
+OPENINFERENCE_KIND = "openinference.span.kind"
+
+
+@pytest.fixture
+def rec(monkeypatch: pytest.MonkeyPatch):
+    """A recorder whose tracer provider OpenInference's instrumentor also writes to, for the test."""
+    use_key(monkeypatch)
+    monkeypatch.delenv(N.ENV_PROVIDER_SPANS, raising=False)
+    recorder = Recorder()
+    instrumentor = OpenAIInstrumentor()
+    instrumentor.instrument(tracer_provider=recorder.providers["tracer_provider"])
+    try:
+        yield recorder
+    finally:
+        instrumentor.uninstrument()
+
+
+def llm_spans(rec: Recorder) -> list:
+    """Every span that stands for a model call: tracedagent's chat spans and the instrumentor's LLM spans."""
+    return [s for s in rec.spans() if s.attributes.get(N.GEN_AI_OPERATION_NAME) == N.OP_CHAT
+            or s.attributes.get(OPENINFERENCE_KIND) == "LLM"]
+
+
+@pytest.mark.parametrize("driver", ["run", "arun", "stream"])
+def test_by_default_a_call_in_a_run_is_one_llm_span_the_chat_span(rec, driver):
+    replies = [streamed_answer("Hel", "lo.")] if driver == "stream" else [answer("Hello.")]
+    with serve(*replies) as server:
+        agent = Agent(model_for(server), **rec.providers)
+        if driver == "run":
+            run = agent.run("Hi")
+        elif driver == "arun":
+            run = asyncio.run(agent.arun("Hi"))
+        else:
+            with agent.stream("Hi") as stream:
+                text = "".join(getattr(e, "text", "") or "" for e in stream)
+            run = stream.run
+            assert text == "Hello."
+    assert run.ok
+    [span] = llm_spans(rec)
+    assert span.name == "chat gpt-test" and span.attributes[N.GEN_AI_USAGE_INPUT_TOKENS] == 20
+
+
+def test_keep_leaves_the_provider_span_under_the_chat_span(rec):
+    with serve(answer("Hello.")) as server:
+        assert Agent(model_for(server), provider_spans="keep", **rec.providers).run("Hi").ok
+    chat, provider = sorted(llm_spans(rec), key=lambda s: s.start_time)
+    assert chat.attributes[N.GEN_AI_OPERATION_NAME] == N.OP_CHAT
+    assert provider.attributes[OPENINFERENCE_KIND] == "LLM"
+    assert provider.parent.span_id == chat.context.span_id  # the duplicate is marked by its place
+
+
+def test_the_variable_keeps_them_and_the_argument_wins(rec, monkeypatch):
+    monkeypatch.setenv(N.ENV_PROVIDER_SPANS, "keep")
+    with serve(answer("Hello."), answer("Hello.")) as server:
+        Agent(model_for(server), **rec.providers).run("Hi")
+        assert len(llm_spans(rec)) == 2
+        rec.clear()
+        Agent(model_for(server), provider_spans="suppress", **rec.providers).run("Hi")
+        assert len(llm_spans(rec)) == 1
+
+
+def test_a_call_outside_a_run_is_still_traced_by_the_instrumentor_and_spans_after_a_run_too(rec):
+    with serve(answer("Hello."), answer("Direct.")) as server:
+        Agent(model_for(server), **rec.providers).run("Hi")
+        sync_client, _ = clients_for(server)
+        sync_client.chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "Hi"}])
+    kinds = [s.attributes.get(OPENINFERENCE_KIND) or s.attributes.get(N.GEN_AI_OPERATION_NAME) for s in llm_spans(rec)]
+    assert sorted(kinds) == ["LLM", "chat"]  # the suppression ended with the chat span
+
+
+def test_a_wrong_value_is_named(monkeypatch, caplog):
+    with pytest.raises(ValueError, match="provider_spans"):
+        Agent(FakeModel(["ok"]), provider_spans="drop")
+    monkeypatch.setenv(N.ENV_PROVIDER_SPANS, "drop-them")
+    with caplog.at_level(logging.WARNING, logger="tracedagent"):
+        agent = Agent(FakeModel(["ok"]))
+    assert agent._telemetry.suppress_provider_spans
+    assert any(N.ENV_PROVIDER_SPANS in r.getMessage() for r in caplog.records)
