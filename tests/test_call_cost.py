@@ -4,11 +4,11 @@ calls' (a team's too), and the proposal's ``gen_ai.usage.cost`` only when asked 
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 
+from async_support import drive
 from tracedagent import Agent, Budget, Checkpoint, Completion, Registry, ToolCall, Usage, ask
 from tracedagent._core import _names as N
 from tracedagent._traces._recorded import _budget
@@ -60,15 +60,7 @@ def test_each_chat_span_carries_its_call_s_cost_and_the_run_s_cost_is_their_sum(
     model = FakeModel([said("", tokens_in=1200, tokens_out=40, written=1000, calls=[ToolCall("c1", "lookup", {"q": "a"})]),
                        said("done", tokens_in=1300, tokens_out=20, read=1000)])
     agent = Agent(model, [lookup], budget=PRICES, **rec.providers)
-    if driver == "run":
-        run = agent.run("go")
-    elif driver == "arun":
-        run = asyncio.run(agent.arun("go"))
-    else:
-        with agent.stream("go") as stream:
-            for _ in stream:
-                pass
-        run = stream.run
+    run = drive(agent, driver, "go")
     first, second = chats(rec)
     assert first.attributes[N.USAGE_COST_USD] == pytest.approx((200 * 3.0 + 1000 * 3.75 + 40 * 15.0) / 1000)
     assert second.attributes[N.USAGE_COST_USD] == pytest.approx((300 * 3.0 + 1000 * 0.3 + 20 * 15.0) / 1000)

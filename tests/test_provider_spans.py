@@ -6,13 +6,13 @@ call made outside a run is the instrumentor's to trace, as before."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 from openinference.instrumentation.openai import OpenAIInstrumentor
 
 from _fake_servers import serve
+from async_support import drive
 from _openai_wire import answer, clients_for, model_for, streamed_answer, use_key
 from tracedagent import Agent
 from tracedagent._core import _names as N
@@ -46,16 +46,8 @@ def test_by_default_a_call_in_a_run_is_one_llm_span_the_chat_span(rec, driver):
     replies = [streamed_answer("Hel", "lo.")] if driver == "stream" else [answer("Hello.")]
     with serve(*replies) as server:
         agent = Agent(model_for(server), **rec.providers)
-        if driver == "run":
-            run = agent.run("Hi")
-        elif driver == "arun":
-            run = asyncio.run(agent.arun("Hi"))
-        else:
-            with agent.stream("Hi") as stream:
-                text = "".join(getattr(e, "text", "") or "" for e in stream)
-            run = stream.run
-            assert text == "Hello."
-    assert run.ok
+        run = drive(agent, driver, "Hi")
+    assert run.ok and run.output == "Hello."
     [span] = llm_spans(rec)
     assert span.name == "chat gpt-test" and span.attributes[N.GEN_AI_USAGE_INPUT_TOKENS] == 20
 
