@@ -138,7 +138,8 @@ class RunState(Pausing):
         usage = completion.usage
         cost = self.budget.cost_of(usage.input_tokens, usage.output_tokens,
                                    cache_read_input_tokens=usage.cache_read_input_tokens,
-                                   cache_creation_input_tokens=usage.cache_creation_input_tokens)
+                                   cache_creation_input_tokens=usage.cache_creation_input_tokens
+                                   ) if self.usage.cost_known else 0.0  # unpriced: unknown, never summed
         if self.parent is None:
             self.usage.incr(usage, cost)
         else:

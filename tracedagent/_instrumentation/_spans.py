@@ -33,12 +33,12 @@ RUN_BUDGET = otel_context.create_key("tracedagent.run_budget")
 ``chat`` span inside it prices its own call exactly as the run does (``Budget.cost_of``); a
 call made outside a priced run has no cost attribute (unknown, not free)."""
 
-_SUPPRESS_KEYS = tuple(key for key in (getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None),
-                                       "suppress_instrumentation") if key)
-"""OpenTelemetry's suppression flag, which provider instrumentations (OpenInference's, the
-opentelemetry-instrumentation-* ones) read before they open a span: the API's key, and the plain
-string older instrumentations read (``opentelemetry.instrumentation.utils`` sets both too)."""
-_SUPPRESSED = tuple((key, True) for key in _SUPPRESS_KEYS)
+_SUPPRESS_KEY = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+"""OpenTelemetry's suppression flag (the API's key, which ``suppress_instrumentation()`` sets),
+read by provider instrumentations - OpenInference's, the opentelemetry-instrumentation-* ones -
+before they open a span. (The plain ``"suppress_instrumentation"`` string that instrumentations
+from before the API had the key also read is not set: one context copy less a call.)"""
+_SUPPRESSED = ((_SUPPRESS_KEY, True),) if _SUPPRESS_KEY is not None else ()
 
 
 def failure_kind(exc: BaseException) -> str:
