@@ -10,11 +10,12 @@ import logging
 
 import pytest
 from openinference.instrumentation.openai import OpenAIInstrumentor
+from opentelemetry.instrumentation.utils import is_http_instrumentation_enabled, is_instrumentation_enabled
 
 from _fake_servers import serve
 from async_support import drive
 from _openai_wire import answer, clients_for, model_for, streamed_answer, use_key
-from tracedagent import Agent
+from tracedagent import Agent, Completion
 from tracedagent._core import _names as N
 from tracedagent.testing import FakeModel, Recorder
 
@@ -88,3 +89,28 @@ def test_a_wrong_value_is_named(monkeypatch, caplog):
         agent = Agent(FakeModel(["ok"]))
     assert agent._telemetry.suppress_provider_spans
     assert any(N.ENV_PROVIDER_SPANS in r.getMessage() for r in caplog.records)
+
+
+class Probe:
+    """A model that notes, during each call, whether OpenTelemetry's instrumentations
+    (``opentelemetry-instrumentation``'s checks, which its openai, anthropic and HTTP client
+    instrumentors make before each span) would record."""
+
+    model_name = "probe"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[bool, bool]] = []
+
+    def complete(self, request):
+        self.seen.append((is_instrumentation_enabled(), is_http_instrumentation_enabled()))
+        return Completion(text="ok")
+
+
+@pytest.mark.parametrize("setting, enabled", [(None, False), ("suppress", False), ("keep", True)])
+def test_opentelemetry_s_own_instrumentations_and_http_client_spans_are_off_inside_the_call_only(
+        monkeypatch, setting, enabled):
+    monkeypatch.delenv(N.ENV_PROVIDER_SPANS, raising=False)
+    probe = Probe()
+    assert Agent(probe, provider_spans=setting, **Recorder().providers).run("Hi").ok
+    assert probe.seen == [(enabled, enabled)]  # HTTP client spans go with them: what suppression costs
+    assert is_instrumentation_enabled()  # and only inside the call

@@ -36,8 +36,8 @@ call made outside a priced run has no cost attribute (unknown, not free)."""
 _SUPPRESS_KEY = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
 """OpenTelemetry's suppression flag (the API's key, which ``suppress_instrumentation()`` sets),
 read by provider instrumentations - OpenInference's, the opentelemetry-instrumentation-* ones -
-before they open a span. (The plain ``"suppress_instrumentation"`` string that instrumentations
-from before the API had the key also read is not set: one context copy less a call.)"""
+before they open a span. The plain ``"suppress_instrumentation"`` string, which only
+instrumentations older than the API's key read, is not set: one context copy less a call."""
 _SUPPRESSED = ((_SUPPRESS_KEY, True),) if _SUPPRESS_KEY is not None else ()
 
 
