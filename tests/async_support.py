@@ -1,9 +1,10 @@
 """What the async and concurrency tests share: a span processor that knows which spans are
-still open (and lets a test act at a span's start or end), turns of several calls, and the
-shape of a trace with ids and times left out."""
+still open (and lets a test act at a span's start or end), turns of several calls, the
+shape of a trace with ids and times left out, and one run driven by any driver."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import defaultdict
 from typing import Any, Callable
@@ -56,6 +57,19 @@ def watch(rec: Recorder) -> OpenSpans:
     spans = OpenSpans()
     rec.tracer_provider.add_span_processor(spans)
     return spans
+
+
+def drive(agent: Any, driver: str, task: str) -> Any:
+    """``agent``'s run of ``task`` under ``driver`` (``run``, ``arun`` or ``stream``, read to
+    its end), and the ``Run``."""
+    if driver == "run":
+        return agent.run(task)
+    if driver == "arun":
+        return asyncio.run(agent.arun(task))
+    with agent.stream(task) as stream:
+        for _ in stream:
+            pass
+    return stream.run
 
 
 def turn(*calls: tuple[str, dict[str, Any]], prefix: str = "c") -> Completion:

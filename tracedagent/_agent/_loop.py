@@ -55,7 +55,7 @@ class Agent:
                  parallel_tool_calls: bool = True, max_tool_concurrency: int | None = None,
                  description: str | None = None, version: str | None = None, agent_id: str | None = None,
                  checkpoint_key: CheckpointKey | None = None, checkpoint_max_age: float | None = None,
-                 accept_unsigned_checkpoints: bool = False) -> None:
+                 accept_unsigned_checkpoints: bool = False, provider_spans: str | None = None) -> None:
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``redact`` is applied to every captured string before it reaches a span (default: a
@@ -70,7 +70,11 @@ class Agent:
         least 32 bytes, or several (the first signs, each verifies: rotation); ``None`` reads
         ``TRACEDAGENT_CHECKPOINT_KEY``. ``checkpoint_max_age``: seconds after the pause a signed
         checkpoint can still be resumed (``ExpiredCheckpoint`` after). A checkpoint read from outside
-        must be signed with one of its keys unless ``accept_unsigned_checkpoints`` (docs/approvals.md)."""
+        must be signed with one of its keys unless ``accept_unsigned_checkpoints`` (docs/approvals.md).
+        ``provider_spans``: ``"suppress"`` (default; ``None`` reads ``TRACEDAGENT_PROVIDER_SPANS``)
+        turns off provider instrumentations (OpenInference's, OpenTelemetry's openai/anthropic
+        ones) inside each chat span, so that a call is one LLM span; ``"keep"`` leaves them on
+        (docs/telemetry.md)."""
         if max_tool_concurrency is not None and max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
@@ -84,7 +88,8 @@ class Agent:
         self._telemetry = AgentTelemetry(agent_name=name, model=model, description=description, version=version,
                                          agent_id=agent_id,
                                          tracer_provider=tracer_provider, meter_provider=meter_provider,
-                                         capture_content=capture_content, redact=redact)
+                                         capture_content=capture_content, redact=redact,
+                                         provider_spans=provider_spans)
         self._model = InstrumentedModel(model, self._telemetry)
         self._tools = InstrumentedRegistry(self._registry, self._telemetry)
         if checkpoint_max_age is not None and not checkpoint_max_age > 0:

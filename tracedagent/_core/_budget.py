@@ -72,6 +72,12 @@ class Budget:
     max_tool_calls: int | None = None
     """Tool calls over the whole run; the turn that would pass it stops the run with
     ``Stop.TOOL_CALL_BUDGET`` before any of its calls is dispatched. ``None`` means no ceiling."""
+    price_per_1k_cache_read: float | None = None
+    """USD per 1,000 input tokens read from the provider's prompt cache; ``None`` prices them
+    as ordinary input (``price_per_1k_input``). No default price is shipped."""
+    price_per_1k_cache_write: float | None = None
+    """USD per 1,000 input tokens written to the provider's prompt cache; ``None`` prices them
+    as ordinary input. No default price is shipped."""
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -80,7 +86,8 @@ class Budget:
             raise ValueError(f"repeat_limit must be at least 1, got {self.repeat_limit}")
         if self.no_progress_limit is not None and self.no_progress_limit < 1:
             raise ValueError(f"no_progress_limit must be at least 1, got {self.no_progress_limit}")
-        for name in ("max_tokens", "max_cost", "price_per_1k_input", "price_per_1k_output", "max_seconds"):
+        for name in ("max_tokens", "max_cost", "price_per_1k_input", "price_per_1k_output", "max_seconds",
+                     "price_per_1k_cache_read", "price_per_1k_cache_write"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must not be negative, got {value}")
@@ -92,9 +99,29 @@ class Budget:
     @property
     def priced(self) -> bool:
         """Whether the budget has prices: without them a run's cost is unknown, not zero."""
-        return bool(self.price_per_1k_input or self.price_per_1k_output)
+        return bool(self.price_per_1k_input or self.price_per_1k_output
+                    or self.price_per_1k_cache_read or self.price_per_1k_cache_write)
 
-    def cost_of(self, input_tokens: int, output_tokens: int) -> float:
-        """USD for that many tokens at this budget's prices."""
-        return (input_tokens * self.price_per_1k_input
-                + output_tokens * self.price_per_1k_output) / 1000.0
+    def cost_of(self, input_tokens: int, output_tokens: int, *, cache_read_input_tokens: int = 0,
+                cache_creation_input_tokens: int = 0) -> float:
+        """USD for that many tokens at this budget's prices. ``input_tokens`` includes the cache
+        reads and writes (as ``Usage`` counts them); those with a price of their own are taken
+        out of it and priced at theirs. One model call's cost (its ``chat`` span's) and a run's
+        (the sum of its calls') both come from here, so the run's total is its calls' sum."""
+        ordinary, cost = input_tokens, output_tokens * self.price_per_1k_output
+        if self.price_per_1k_cache_read is not None:
+            ordinary -= cache_read_input_tokens
+            cost += cache_read_input_tokens * self.price_per_1k_cache_read
+        if self.price_per_1k_cache_write is not None:
+            ordinary -= cache_creation_input_tokens
+            cost += cache_creation_input_tokens * self.price_per_1k_cache_write
+        # A provider's cache counts past its input count would make a negative charge.
+        return (max(ordinary, 0) * self.price_per_1k_input + cost) / 1000.0
+
+    def prices(self) -> dict[str, float]:
+        """The budget's prices by field name (a sub-agent without prices of its own takes its
+        parent's: ``RunState.child_budget``); a cache price of ``None`` is left out."""
+        return {name: value for name in _PRICES if (value := getattr(self, name)) is not None}
+
+
+_PRICES = ("price_per_1k_input", "price_per_1k_output", "price_per_1k_cache_read", "price_per_1k_cache_write")

@@ -16,8 +16,9 @@ agent's keys (``_signing``), or - unsigned - taken because the agent was told to
 the agent that paused; one read from text is written back exactly as it was read, never signed
 anew, so reading and writing cannot turn an unsigned checkpoint into a signed one.
 
-**Version 2** (this release) added the signature and the prompt-cache token counts of
-``spent``; version 1 is still read (its cache counts read as 0, and it has no signature).
+**Version 2** (this release) added the signature, the prompt-cache token counts of ``spent``
+and the budget's prompt-cache prices; version 1 is still read (its cache counts read as 0, its
+cache prices as ``None``, and it has no signature).
 
 **Adding a field**: add it to the dataclass with a default, write it in ``as_dict``, read and
 check it in ``from_dict`` (a missing or wrong-typed field is ``MalformedCheckpoint``: a field
@@ -55,7 +56,8 @@ CHECKPOINT_VERSION = 2
 """The format ``Run.checkpoint()`` writes; ``Checkpoint.loads`` reads it and version 1."""
 
 _ABSENT_IN: dict[int, dict[str, dict[str, Any]]] = {
-    1: {"spent": {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}},
+    1: {"spent": {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+        "budget": {"price_per_1k_cache_read": None, "price_per_1k_cache_write": None}},
 }
 """Fields an older version lacks, by version and object, with the value they read as."""
 
@@ -205,7 +207,9 @@ class Checkpoint:
         origin = Origin(data, _root)
         absent = _ABSENT_IN.get(version, {})
         try:
-            budget = budget_from(data.get("budget"), "checkpoint")
+            budget = data.get("budget")
+            budget = budget_from({**absent.get("budget", {}), **budget} if isinstance(budget, dict) else budget,
+                                 "checkpoint")
             spent = Spent(**_fields({**absent.get("spent", {}), **_typed(data, "spent", dict)}, Spent, "spent"))
             messages = _typed(data, "messages", list)
             check_messages(messages)

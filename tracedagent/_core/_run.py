@@ -136,7 +136,10 @@ class RunState(Pausing):
         self.steps.append(step)
         self.messages.append(completion.as_message())
         usage = completion.usage
-        cost = self.budget.cost_of(usage.input_tokens, usage.output_tokens)
+        cost = self.budget.cost_of(usage.input_tokens, usage.output_tokens,
+                                   cache_read_input_tokens=usage.cache_read_input_tokens,
+                                   cache_creation_input_tokens=usage.cache_creation_input_tokens
+                                   ) if self.usage.cost_known else 0.0  # unpriced: unknown, never summed
         if self.parent is None:
             self.usage.incr(usage, cost)
         else:
@@ -190,7 +193,7 @@ class RunState(Pausing):
         if (left_s := self.seconds_left()) is not None:
             changes["max_seconds"] = left_s if budget.max_seconds is None else min(budget.max_seconds, left_s)
         if b.priced and not budget.priced:
-            changes.update(price_per_1k_input=b.price_per_1k_input, price_per_1k_output=b.price_per_1k_output)
+            changes.update(b.prices())
         return dataclasses.replace(budget, **changes) if changes else budget
 
     def absorb(self, sub_run: Run) -> None:

@@ -19,7 +19,7 @@ from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint
 from .._core._records import Message
 from .._core._run import Run, Step, ToolNames
-from ._spans import StepScope, _Scope, failure_kind
+from ._spans import RUN_BUDGET, StepScope, _Scope, failure_kind
 from ._status import answer_message
 from ._telemetry import AgentTelemetry, bounded, guard, tool_list_attributes
 
@@ -92,7 +92,9 @@ class RunScope(_Scope):
             with guard("linking the paused run"):
                 attributes.update(resumed.attributes())
                 links = resumed.links()
-        _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes, links)
+        # A priced run's budget goes into its context: each chat span inside prices its own call.
+        _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes, links,
+                        values=((RUN_BUDGET, budget),) if budget.priced else ())
         self._t = telemetry
         self._step: StepScope | None = None
         self._ended: list[tuple[Step, ToolNames]] = []

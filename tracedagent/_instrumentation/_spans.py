@@ -18,7 +18,7 @@ from opentelemetry import trace
 from opentelemetry.trace import INVALID_SPAN, SpanKind, Status, StatusCode
 
 from .._core import _names as N
-from .._core._budget import Stop
+from .._core._budget import Budget, Stop
 from .._core._deadline import DeadlineExceeded
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, being_cancelled, error_type
 from .._core._request import ModelRequest
@@ -26,7 +26,19 @@ from .._core._run import Step, ToolNames
 from ._status import chat_failure, tool_failure, tool_interrupted
 from ._telemetry import AgentTelemetry, bounded, ending_elsewhere_now, guard, report, tool_list_attributes
 
-__all__ = ["StepScope", "ChatScope", "ToolScope", "failure_kind"]
+__all__ = ["StepScope", "ChatScope", "ToolScope", "failure_kind", "RUN_BUDGET"]
+
+RUN_BUDGET = otel_context.create_key("tracedagent.run_budget")
+"""The context key under which a priced run's span (``RunScope``) puts its budget, so that each
+``chat`` span inside it prices its own call exactly as the run does (``Budget.cost_of``); a
+call made outside a priced run has no cost attribute (unknown, not free)."""
+
+_SUPPRESS_KEY = getattr(otel_context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+"""OpenTelemetry's suppression flag (the API's key, which ``suppress_instrumentation()`` sets),
+read by provider instrumentations - OpenInference's, the opentelemetry-instrumentation-* ones -
+before they open a span. The plain ``"suppress_instrumentation"`` string, which only
+instrumentations older than the API's key read, is not set: one context copy less a call."""
+_SUPPRESSED = ((_SUPPRESS_KEY, True),) if _SUPPRESS_KEY is not None else ()
 
 
 def failure_kind(exc: BaseException) -> str:
@@ -53,7 +65,8 @@ class _Scope:
     doing = "ending a span"
 
     def __init__(self, telemetry: AgentTelemetry, name: str, kind: SpanKind, attributes: dict[str, Any],
-                 links: list[trace.Link] | None = None) -> None:
+                 links: list[trace.Link] | None = None, values: tuple[tuple[str, Any], ...] = ()) -> None:
+        """``values`` are set in the context the span is current in, with it (and gone with it)."""
         try:
             self.span = telemetry.tracer.start_span(name, None, kind, attributes, links)
         except Exception as exc:
@@ -63,7 +76,10 @@ class _Scope:
         """Whether the span records: attributes are read off the records only for one that does."""
         try:
             self.recording = self.span.is_recording()
-            self._token: object | None = otel_context.attach(trace.set_span_in_context(self.span))
+            context = trace.set_span_in_context(self.span)
+            for key, value in values:
+                context = otel_context.set_value(key, value, context)
+            self._token: object | None = otel_context.attach(context)
         except Exception as exc:
             report("attaching the span context", exc)
             self._token = None
@@ -133,9 +149,13 @@ class StepScope(_Scope):
 
 
 class ChatScope(_Scope):
-    """The ``chat`` span of one model call, and the GenAI client metrics."""
+    """The ``chat`` span of one model call, and the GenAI client metrics.
 
-    __slots__ = ("_t", "_started", "_cut")
+    Its cost is priced with the budget of the run it is in (``RUN_BUDGET``). While it is open,
+    provider instrumentations underneath are suppressed unless the agent keeps their spans
+    (``Agent(provider_spans="keep")``): one call, one LLM span, so no backend counts it twice."""
+
+    __slots__ = ("_t", "_started", "_cut", "_budget")
     doing = "ending a chat span"
 
     def __init__(self, telemetry: AgentTelemetry, request: ModelRequest) -> None:
@@ -148,7 +168,9 @@ class ChatScope(_Scope):
                 attributes[N.GEN_AI_REQUEST_MAX_TOKENS] = max_output_tokens
             if temperature is not None:
                 attributes[N.GEN_AI_REQUEST_TEMPERATURE] = temperature
-        _Scope.__init__(self, telemetry, telemetry.chat_span_name, SpanKind.CLIENT, attributes)
+        self._budget: Budget | None = otel_context.get_value(RUN_BUDGET)  # type: ignore[assignment]
+        _Scope.__init__(self, telemetry, telemetry.chat_span_name, SpanKind.CLIENT, attributes,
+                        values=_SUPPRESSED if telemetry.suppress_provider_spans else ())
         self._t = telemetry
         self._cut: list[str] = []
         """Content attributes cut at the capture limit, with the output's when it comes."""
@@ -206,6 +228,13 @@ class ChatScope(_Scope):
             attributes[N.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_creation_input_tokens
         if usage.reasoning_output_tokens:
             attributes[N.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_output_tokens
+        if self._budget is not None:  # priced as the run prices it: the run's cost is its calls' sum
+            cost = self._budget.cost_of(usage.input_tokens, usage.output_tokens,
+                                        cache_read_input_tokens=usage.cache_read_input_tokens,
+                                        cache_creation_input_tokens=usage.cache_creation_input_tokens)
+            attributes[N.USAGE_COST_USD] = cost
+            if self._t.gen_ai_usage_cost:
+                attributes[N.GEN_AI_USAGE_COST] = cost
         if self._t.capture is not None:
             attributes.update(self._t.capture.output(completion))
             if self._cut:

@@ -158,6 +158,23 @@ def default_agent_id(name: str, version: str | None) -> str:
 INT64_MAX = 2**63 - 1
 
 
+def provider_spans_setting(value: str | None) -> bool:
+    """Whether a provider instrumentation's spans under a chat span are suppressed:
+    ``Agent(provider_spans=...)``, else ``TRACEDAGENT_PROVIDER_SPANS``, else ``suppress``. A
+    wrong argument is a ``ValueError``; a wrong variable is logged once and the default holds."""
+    choices = (N.PROVIDER_SPANS_SUPPRESS, N.PROVIDER_SPANS_KEEP)
+    if value is not None:
+        if value not in choices:
+            raise ValueError(f"provider_spans must be one of {choices}, got {value!r}")
+        return value == N.PROVIDER_SPANS_SUPPRESS
+    raw = os.environ.get(N.ENV_PROVIDER_SPANS, "").strip().lower()
+    if raw and raw not in choices and ("env", raw) not in _reported:
+        _reported.add(("env", raw))
+        _log.warning("tracedagent: %s=%r is not one of %s; provider spans are suppressed",
+                     N.ENV_PROVIDER_SPANS, raw[:40], choices)
+    return raw != N.PROVIDER_SPANS_KEEP
+
+
 def _int64(value: Any) -> Any:
     """A budget's ceiling as OTLP can carry it: an int past int64 (which the encoder would drop,
     and the span lose) is recorded as ``INT64_MAX``, a ceiling no run reaches either."""
@@ -171,8 +188,13 @@ class AgentTelemetry:
                  version: str | None = None, agent_id: str | None = None,
                  tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None,
-                 capture_content: bool | None = None, redact: Callable[[str], str] | None = None) -> None:
+                 capture_content: bool | None = None, redact: Callable[[str], str] | None = None,
+                 provider_spans: str | None = None) -> None:
         self.agent_name = agent_name
+        self.suppress_provider_spans = provider_spans_setting(provider_spans)
+        """Whether a chat span suppresses the provider instrumentations underneath it."""
+        self.gen_ai_usage_cost = os.environ.get(N.ENV_GEN_AI_USAGE_COST, "").strip().lower() in ("true", "1", "yes", "on")
+        """Whether chat spans also carry the proposal's ``gen_ai.usage.cost`` (not yet a convention)."""
         self.provider_name = str(getattr(model, "provider_name", None) or "unknown")
         self.model_name: str | None = getattr(model, "model_name", None)
         capture = capture_content_from_env() if capture_content is None else capture_content
@@ -245,7 +267,9 @@ class AgentTelemetry:
                     N.BUDGET_MAX_TOOL_CALLS_PER_STEP: budget.max_tool_calls_per_step,
                     N.BUDGET_MAX_TOOL_CALLS: budget.max_tool_calls,
                     N.BUDGET_PRICE_PER_1K_INPUT: budget.price_per_1k_input or None,
-                    N.BUDGET_PRICE_PER_1K_OUTPUT: budget.price_per_1k_output or None}
+                    N.BUDGET_PRICE_PER_1K_OUTPUT: budget.price_per_1k_output or None,
+                    N.BUDGET_PRICE_PER_1K_CACHE_READ: budget.price_per_1k_cache_read,
+                    N.BUDGET_PRICE_PER_1K_CACHE_WRITE: budget.price_per_1k_cache_write}
         return {**self.run_attributes, **{k: _int64(v) for k, v in ceilings.items() if v is not None}}
 
     def tool_parts(self, name: str, known: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:

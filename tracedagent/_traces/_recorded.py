@@ -216,13 +216,13 @@ _BUDGET_FIELDS = {N.BUDGET_MAX_STEPS: "max_steps", N.BUDGET_MAX_TOKENS: "max_tok
                   N.BUDGET_REPEAT_LIMIT: "repeat_limit", N.BUDGET_NO_PROGRESS_LIMIT: "no_progress_limit",
                   N.BUDGET_MAX_SECONDS: "max_seconds", N.BUDGET_MAX_TOOL_CALLS_PER_STEP: "max_tool_calls_per_step",
                   N.BUDGET_MAX_TOOL_CALLS: "max_tool_calls", N.BUDGET_PRICE_PER_1K_INPUT: "price_per_1k_input",
-                  N.BUDGET_PRICE_PER_1K_OUTPUT: "price_per_1k_output"}
+                  N.BUDGET_PRICE_PER_1K_OUTPUT: "price_per_1k_output", N.BUDGET_PRICE_PER_1K_CACHE_READ:
+                  "price_per_1k_cache_read", N.BUDGET_PRICE_PER_1K_CACHE_WRITE: "price_per_1k_cache_write"}
 
 
 def _budget(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """The run span's budget; a ceiling it does not name had none (``None``), as the span
-    omits unset ones - except ``max_steps`` and ``repeat_limit``, which always have a value.
-    A ceiling that is not a number is read as not named."""
+    """The run span's budget; a ceiling it does not name had none (``None``), as the span omits
+    unset ones (``max_steps`` and ``repeat_limit`` always have one); a non-number is not named."""
     budget: dict[str, Any] = {"max_tool_calls_per_step": None}
     for name, key in _BUDGET_FIELDS.items():
         if finite_or_none(attributes.get(name)) is not None:
