@@ -24,7 +24,8 @@ from .._core import _names as N
 from .._agent import _acalls
 from .._core._deadline import Deadline, DeadlineExceeded
 from .._core._request import ModelRequest
-from ._codec import call_from_data, completion_to_data, error_to_data, result_to_data
+from .._instrumentation._spans import RUN_BUDGET
+from ._codec import budget_from_data, call_from_data, completion_to_data, error_to_data, result_to_data
 from ._hosting import hosted
 
 __all__ = ["model_call", "tool_call", "traceparent", "PROPAGATOR"]
@@ -69,7 +70,10 @@ async def model_call(request: dict[str, Any]) -> dict[str, Any]:
     """``{"completion": ...}``, ``{"error": {"type", "message"}}``, or ``{"cut": true}`` when
     the run's time budget ran out during the call."""
     agent = hosted(activity.info().task_queue, request["agent"])
-    token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
+    context = PROPAGATOR.extract(request["traceparent"])
+    if request.get("budget") is not None:  # a priced run: its chat span gets the call's cost, as under arun
+        context = otel_context.set_value(RUN_BUDGET, budget_from_data(request["budget"]), context)
+    token = otel_context.attach(context)
     try:
         deadline = _deadline(request["seconds_left"])
         asked = ModelRequest(messages=request["messages"], tools=agent.schemas, settings=agent.agent._settings,

@@ -255,6 +255,8 @@ class _Loop:
         left = self.state.seconds_left()
         request = {"agent": self.name, "messages": self.state.messages, "seconds_left": left,
                    "traceparent": traceparent()}
+        if self.state.budget.priced:  # the chat span prices its call as the run does
+            request["budget"] = budget_to_data(self.state.budget)
         try:
             return await workflow.execute_activity(
                 N.TEMPORAL_MODEL_ACTIVITY, request,
