@@ -79,9 +79,11 @@ class FakeActivities:
             return Registry.result(call, t, lambda: t.answer(run))
         return await self.agent.registry.adispatch(call)
 
-    def denied(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        self.log.append(("denied", call.id))
-        return result
+    async def decided(self, decided) -> ToolResult:
+        if decided.denied is None:
+            return await self.tool(decided.call)
+        self.log.append(("denied", decided.call.id))
+        return decided.denied
 
     async def wait(self, checkpoint: Checkpoint) -> Mapping[str, Decision] | None:
         self.log.append(("wait", tuple(c.id for c in checkpoint.pending)))

@@ -20,11 +20,11 @@ from typing import Any, AsyncIterator, Awaitable, Callable, Generator, Sequence
 
 from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
 from .._core._records import ToolCall, ToolResult, cancel_requests
-from .._core._machine import RunMachine
+from .._core._machine import DecidedCall, RunMachine
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedRegistry
 
-__all__ = ["dispatch", "dispatch_turn", "turn", "InContext", "stepped", "Passed", "in_event_loop"]
+__all__ = ["dispatch", "dispatch_turn", "turn", "decided_turn", "InContext", "stepped", "Passed", "in_event_loop"]
 
 _COUNTS_CANCELLATIONS = hasattr(asyncio.Task, "cancelling")
 """Python 3.11+: a task counts the cancellations asked of it (``cancel_requests``), so one
@@ -142,6 +142,19 @@ async def turn(one: Callable[[ToolCall], Awaitable[ToolResult]], machine: RunMac
         if not machine.may_start(call):
             break
         results.append(await one(call))
+        if machine.ends_turn(results[-1]):
+            break
+    return results
+
+
+async def decided_turn(perform: Callable[[DecidedCall], Awaitable[ToolResult]], machine: RunMachine,
+                       calls: Sequence[DecidedCall]) -> list[ToolResult]:
+    """A pause's decided calls (the machine's ``Decided``), whoever performs each (``aresume``
+    dispatches an approved call and records a denial; a durable workflow runs an activity):
+    one after another, never in parallel, until a result ends the turn (``ends_turn``)."""
+    results: list[ToolResult] = []
+    for decided in calls:
+        results.append(await perform(decided))
         if machine.ends_turn(results[-1]):
             break
     return results

@@ -111,12 +111,13 @@ async def aresume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions:
     deadline, then ``arun``'s pump."""
     cp, decisions = prepare(agent, checkpoint, decisions, claim, budget=budget)
     with _machine(agent, cp, decisions, asynchronous=True) as machine:
-        results: list[ToolResult] = []
-        for decided in machine.resume(cp, decisions).calls:
-            results.append(_denial(agent, decided) if decided.denied is not None else
-                           await _acalls.dispatch(_registry(agent, decided), decided.call, machine.deadline))
-            if machine.ends_turn(results[-1]):
-                break
+
+        async def perform(decided: DecidedCall) -> ToolResult:
+            if decided.denied is not None:
+                return _denial(agent, decided)
+            return await _acalls.dispatch(_registry(agent, decided), decided.call, machine.deadline)
+
+        results = await _acalls.decided_turn(perform, machine, machine.resume(cp, decisions).calls)
         return await agent._apump(machine, machine.tools_done(results))
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Mapping, Protocol
 
-from .._agent._acalls import turn
+from .._agent._acalls import decided_turn, turn
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
-from .._core._machine import CallModel, Decided, Dispatch, RunMachine, Wait
+from .._core._machine import CallModel, Decided, DecidedCall, Dispatch, RunMachine, Wait
 from .._core._records import Completion, ToolCall, ToolResult
 from .._core._request import ModelRequest
 from .._core._run import Run
@@ -39,8 +39,9 @@ class Executor(Protocol):
     async def tool(self, call: ToolCall) -> ToolResult:
         """One call's result, whatever the tool did (a hosted sub-agent: its run's answer or stop)."""
 
-    def denied(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        """A call a person denied: ``result`` (what the model is shown), in a span of its own."""
+    async def decided(self, decided: DecidedCall) -> ToolResult:
+        """A call a person decided on: an approved one run as ``tool`` runs a call; a denied one's
+        result (``decided.denied``, what the model is shown) in a span of its own."""
 
     async def wait(self, checkpoint: Checkpoint) -> Mapping[str, Decision] | None:
         """A person's checked decisions on ``checkpoint.pending``, or ``None`` once the driver
@@ -61,12 +62,6 @@ async def pump(machine: RunMachine, run: Executor, *, parallel: bool, concurrenc
             decisions = await run.wait(action.checkpoint)
             action = machine.wait_over() if decisions is None else machine.decided(decisions)
         elif isinstance(action, Decided):  # one after another, as a resumed run's
-            results = []
-            for decided in action.calls:
-                denial = decided.denied
-                results.append(await run.tool(decided.call) if denial is None else run.denied(decided.call, denial))
-                if machine.ends_turn(results[-1]):
-                    break
-            action = machine.tools_done(results)
+            action = machine.tools_done(await decided_turn(run.decided, machine, action.calls))
         else:
             return action.run

@@ -30,7 +30,7 @@ from .._core import _names as N
 from .._core._checkpoint import BadDecisions, Checkpoint
 from .._core._deadline import DeadlineExceeded
 from .._core._decisions import Decision, check_decisions, decisions_from_data
-from .._core._machine import RunMachine, Waits
+from .._core._machine import DecidedCall, RunMachine, Waits
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult
 from .._core._request import ModelRequest
 from .._core._run import Run, RunState, initial_messages
@@ -261,9 +261,11 @@ class _Activities:
         scope.end(result)
         return result
 
-    def denied(self, call: ToolCall, result: ToolResult) -> ToolResult:
-        ToolScope(self.agent.workflow_telemetry, call, known=True).end(result)
-        return result
+    async def decided(self, decided: DecidedCall) -> ToolResult:
+        if decided.denied is None:
+            return await self.tool(decided.call)
+        ToolScope(self.agent.workflow_telemetry, decided.call, known=True).end(decided.denied)
+        return decided.denied
 
     async def wait(self, checkpoint: Checkpoint) -> Mapping[str, Decision] | None:
         return await self.workflow.wait_for_decisions(checkpoint, self.approval_timeout)
