@@ -257,3 +257,24 @@ async def test_a_cancelled_run_ends_its_span_with_what_it_used():
     assert span.attributes[N.GEN_AI_USAGE_INPUT_TOKENS] > 0 and span.attributes[N.GEN_AI_USAGE_OUTPUT_TOKENS] > 0
     assert list(span.attributes[N.TOOLS_EXECUTED]) == ["search_help"]
     assert span.status.status_code.name == "ERROR"
+
+
+def test_the_workflows_run_span_names_a_temporal_cancellation_and_keeps_what_the_run_used():
+    """``AgentRun``'s observer: a cancellation in Temporal's sense (the workflow's, reaching it
+    through an activity) is ``cancelled`` with the counts; a coroutine a worker dropped ends nothing."""
+    from temporalio.exceptions import CancelledError as TemporalCancelled
+
+    from tracedagent.temporal._workflow import _RunScope
+
+    provider, exporter = recording()
+    agent = Agent(FakeModel([]), TOOLS, name="desk", tracer_provider=provider)
+    state = RunState(Budget(), initial_messages(None, None, "go"), agent="desk")
+    state.record(0, Completion(tool_calls=[ToolCall("c1", "search_help", {"q": "a"})]))
+    dropped = _RunScope(agent._telemetry, Budget(), state.messages)
+    dropped.run_failed(GeneratorExit(), state.finish(Stop.CANCELLED))
+    assert exporter.get_finished_spans() == ()  # the run goes on on another worker
+    scope = _RunScope(agent._telemetry, Budget(), state.messages)
+    scope.run_failed(TemporalCancelled("cancelled"), state.finish(Stop.CANCELLED, call_failed=True))
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes[N.STOP_REASON] == "cancelled" and span.attributes["error.type"] == "cancelled"
+    assert span.attributes[N.STEPS] == 2 and list(span.attributes[N.TOOLS_REQUESTED]) == ["search_help"]
