@@ -14,7 +14,7 @@ import pytest
 from tracedagent._core._budget import Budget, Stop
 from tracedagent._core._checkpoint import NESTED_ID_SEPARATOR
 from tracedagent._core._deadline import DeadlineExceeded
-from tracedagent._core._machine import CallModel, Decided, Dispatch, Finish, RunMachine, sub_decisions
+from tracedagent._core._machine import CallModel, Decided, Dispatch, Finish, RunMachine, Wait, Waits, sub_decisions
 from tracedagent._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage
 from tracedagent._core._request import ModelSettings
 from tracedagent._core._run import RunState, current_run, initial_messages
@@ -51,6 +51,12 @@ class Seen:
     def run_failed(self, error, used) -> None:
         self.events.append(("failed", type(error).__name__, used.step_count, used.input_tokens, used.output_tokens))
 
+    def waiting(self, checkpoint) -> None:
+        self.events.append(("waiting", checkpoint.id))
+
+    def decided(self, checkpoint, decisions, now) -> None:
+        self.events.append(("decided", dict(decisions), now))
+
 
 class Clock:
     def __init__(self) -> None:
@@ -61,11 +67,11 @@ class Clock:
 
 
 def machine(budget: Budget = Budget(), *, parent: RunState | None = None, clock: Clock | None = None,
-            settings: ModelSettings = ModelSettings()) -> RunMachine:
+            settings: ModelSettings = ModelSettings(), waits: Waits | None = None) -> RunMachine:
     registry = Registry([echo, refund])
     state = RunState(budget, initial_messages("be brief", None, "go"), clock=clock or Clock(), parent=parent,
                      agent="clerk", tools=registry.names)
-    return RunMachine(state, registry, Seen(), settings=settings)
+    return RunMachine(state, registry, Seen(), settings=settings, waits=waits)
 
 
 def call(text: str = "a", id: str | None = None, name: str = "echo") -> ToolCall:
@@ -428,3 +434,92 @@ def test_every_stop_reason_is_reached_here():
     source = open(sys.modules[__name__].__file__).read()
     for stop in Stop:
         assert f"Stop.{stop.name}" in source, stop
+
+
+# The Temporal path: a driver that can wait for decisions within the run (a durable workflow).
+
+def waiting_run(budget: Budget = Budget(max_steps=5), clock: Clock | None = None):
+    """``paused_run`` under a machine told it may wait: a ``Wait`` instead of the pause's stop."""
+    clock = clock or Clock()
+    ids = iter(["w-0", "w-1"])
+    m = machine(budget, clock=clock, waits=Waits(lambda: next(ids), lambda: 5000.0 + clock.now))
+    m.start()
+    held, free = call(name="refund", id="r1"), call("x")
+    m.model_returned(turn(held, free))
+    return m, m.tools_done([ok(free)])
+
+
+def test_a_machine_that_may_wait_hands_a_wait_with_the_checkpoint_instead_of_pausing():
+    m, action = waiting_run()
+    assert isinstance(action, Wait) and action.checkpoint.id == "w-0" and action.checkpoint.paused_at == 5000.0
+    assert [c.id for c in action.checkpoint.pending] == ["r1"] and action.step.paused
+    assert m.run is None and m.observer.events == [("start", 0), ("waiting", "w-0")]
+
+
+@pytest.mark.parametrize("decision", [True, False, "too much"])
+def test_the_decisions_waited_for_are_a_decided_step_of_the_same_run_as_resume_hands(decision):
+    m, _ = waiting_run()
+    decided = m.decided({"r1": decision})
+    _, paused = paused_run()
+    resumed = machine(Budget(max_steps=5)).resume(paused.run.paused, {"r1": decision})
+    assert isinstance(decided, Decided) and decided.step.resumed and decided.step.index == 0
+    (only,) = decided.calls
+    (again,) = resumed.calls
+    assert type(only.call) is type(again.call) and only.call.arguments == again.call.arguments
+    assert only.denied == again.denied
+    assert m.observer.events == [("start", 0), ("waiting", "w-0"), ("end", 0), ("decided", {"r1": decision}, 5000.0),
+                                 ("start", 0)]
+    action = m.tools_done([ToolResult("r1", "refund", "refunded") if decision is True else only.denied])
+    assert isinstance(action, CallModel) and action.step == 1  # the turns go on after the paused one
+    done = m.model_returned(turn(text="handled"))
+    assert done.run.stop is Stop.ANSWERED and done.run.step_count == 3 and done.run.input_tokens == 20
+
+
+def test_a_corrected_approval_is_settled_as_resume_settles_it():
+    from tracedagent import Approve
+
+    m, wait = waiting_run()
+    decided = m.decided({"r1": Approve(digest=wait.checkpoint.pending[0].digest, arguments={"amount": 3})})
+    (only,) = decided.calls
+    assert isinstance(only.call, Approved) and only.call.arguments == {"amount": 3}
+    assert m.observer.events[3][1] == {"r1": True}
+
+
+def test_a_wait_that_is_over_ends_approval_required_with_the_checkpoint():
+    m, wait = waiting_run()
+    done = m.wait_over()
+    assert isinstance(done, Finish) and done.run.stop is Stop.APPROVAL_REQUIRED and done.run.paused is wait.checkpoint
+    assert m.observer.events[-1] == ("run", Stop.APPROVAL_REQUIRED)
+
+
+def test_the_wait_is_not_running_time():
+    clock = Clock()
+    m = machine(Budget(max_steps=5, max_seconds=10), clock=clock, waits=Waits(lambda: "w-0", clock))
+    m.start()
+    held, free = call(name="refund", id="r1"), call("x")
+    m.model_returned(turn(held, free))
+    clock.now = 3.0
+    assert isinstance(m.tools_done([ok(free)]), Wait)  # waits with 7 s left
+    clock.now = 3600.0  # an hour waiting for a person
+    assert isinstance(m.decided({"r1": False}), Decided)
+    assert m.deadline.left() == pytest.approx(7.0)
+    assert isinstance(m.tools_done([denied_result("r1")]), CallModel)
+
+
+def denied_result(id: str) -> ToolResult:
+    return ToolResult(id, "refund", "Denied: no", ToolOutcome.DENIED)
+
+
+def test_a_sub_agent_that_paused_ends_the_run_approval_required_even_when_it_may_wait():
+    """Only resuming the sub-agent from its checkpoint can go on with it: nothing to wait for here."""
+    ids = iter(["w-0"])
+    lead = machine(Budget(max_steps=5), waits=Waits(lambda: next(ids), lambda: 1.0))
+    lead.start()
+    lead.model_returned(turn(call("d", id="d1")))
+    sub = machine(Budget(max_steps=5), parent=lead.state)
+    sub.start()
+    sub.model_returned(turn(call(name="refund", id="r1")))
+    paused = sub.tools_done([]).run
+    action = lead.tools_done([ToolResult("d1", "echo", "waiting", ToolOutcome.PENDING, pending=paused)])
+    assert isinstance(action, Finish) and action.run.stop is Stop.APPROVAL_REQUIRED
+    assert action.run.paused.id == "w-0" and action.run.paused.sub_agents

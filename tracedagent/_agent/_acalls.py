@@ -6,7 +6,7 @@ out: each call awaited until the run's deadline, a cancellation of the run never
 way (Python 3.11's ``wait_for`` and a tool that swallows ``CancelledError`` can both drop one),
 and a turn's calls each with a copy of the context (the step span
 current), concurrently or one after another. Any async driver (``arun``, a streaming one)
-dispatches a turn through these functions; it awaits the model through the instrumented
+dispatches a turn through these functions (a durable workflow through ``turn``, its calls activities); it awaits the model through the instrumented
 model's ``acomplete``, which takes the run's deadline. Code run in a context of its own, step by
 step, whichever task awaits it: ``InContext`` (one awaitable), ``stepped`` (an async generator's
 values, as ``astream`` reads its pump).
@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import Any, AsyncIterator, Generator, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Generator, Sequence
 
 from .._core._deadline import Deadline, DeadlineExceeded, awaited, raise_if_cancelled_since
 from .._core._records import ToolCall, ToolResult, cancel_requests
-from .._core._machine import RunMachine
+from .._core._machine import DecidedCall, RunMachine
 from .._core._run import RunState
 from .._instrumentation._instrumented import InstrumentedRegistry
 
-__all__ = ["dispatch", "dispatch_turn", "InContext", "stepped", "Passed", "in_event_loop"]
+__all__ = ["dispatch", "dispatch_turn", "turn", "decided_turn", "InContext", "stepped", "Passed", "in_event_loop"]
 
 _COUNTS_CANCELLATIONS = hasattr(asyncio.Task, "cancelling")
 """Python 3.11+: a task counts the cancellations asked of it (``cancel_requests``), so one
@@ -108,43 +108,71 @@ class Passed:
 
 async def dispatch_turn(tools: InstrumentedRegistry, machine: RunMachine, calls: Sequence[ToolCall], *,
                         parallel: bool, concurrency: int | None) -> list[ToolResult]:
-    """A turn's calls, their results in the model's call order. Each call runs with a copy of
-    this context (the step span current), so that what a tool sets in its context stays in its
-    call: in parallel, in tasks of their own, whose spans are siblings that overlap; one after
-    another (``parallel`` off, or a lone call), a result that ends the turn
-    (``ends_turn``) keeps the rest from being dispatched. A call is started only if ``may_start``
-    says so: the run's ``machine`` decides both. A cancellation asked for while the calls ran
-    takes effect as the turn ends, even if a tool swallowed it."""
+    """A turn's calls, their results in the model's call order (``turn``, each call through
+    ``dispatch``). One after another, each call runs with a copy of this context (the step span
+    current), so that what a tool sets in its context stays in its call, as a task of its own
+    gives a call in parallel. A cancellation asked for while the calls ran takes effect as the
+    turn ends, even if a tool swallowed it."""
     requests = cancel_requests()
+    deadline = machine.deadline
     if parallel and len(calls) > 1:
-        results = await _concurrently(tools, machine, calls, concurrency)
+        results = await turn(lambda call: dispatch(tools, call, deadline), machine, calls, parallel=True,
+                             concurrency=concurrency)
     else:
-        results = []
-        for call in calls:
-            if not machine.may_start(call):
-                break
-            results.append(await InContext(contextvars.copy_context(), dispatch(tools, call, machine.deadline)))
-            if machine.ends_turn(results[-1]):
-                break
+        results = await turn(lambda call: InContext(contextvars.copy_context(), dispatch(tools, call, deadline)),
+                             machine, calls, parallel=False, concurrency=None)
     if not _COUNTS_CANCELLATIONS:  # Python 3.10: deliver one asked for while nothing was awaited
         await asyncio.sleep(0)
     raise_if_cancelled_since(requests)  # 3.11+: every one asked for is counted, delivered or not
     return results
 
 
-async def _concurrently(tools: InstrumentedRegistry, machine: RunMachine, calls: Sequence[ToolCall],
-                        concurrency: int | None) -> list[ToolResult]:
+async def turn(one: Callable[[ToolCall], Awaitable[ToolResult]], machine: RunMachine, calls: Sequence[ToolCall], *,
+               parallel: bool, concurrency: int | None) -> list[ToolResult]:
+    """How a turn's calls are dispatched, whoever runs each call (``one``: ``arun`` awaits the
+    registry, a durable workflow an activity): in parallel (more than one call), each in a task
+    of its own, their spans siblings that overlap, at most ``concurrency`` at once; else one
+    after another, a result that ends the turn (``ends_turn``) keeping the rest from being
+    dispatched. A call is started only if ``may_start`` says so: the run's ``machine`` decides
+    both. Results in the model's call order, those not dispatched left out."""
+    if parallel and len(calls) > 1:
+        return await _concurrently(one, machine, calls, concurrency)
+    results: list[ToolResult] = []
+    for call in calls:
+        if not machine.may_start(call):
+            break
+        results.append(await one(call))
+        if machine.ends_turn(results[-1]):
+            break
+    return results
+
+
+async def decided_turn(perform: Callable[[DecidedCall], Awaitable[ToolResult]], machine: RunMachine,
+                       calls: Sequence[DecidedCall]) -> list[ToolResult]:
+    """A pause's decided calls (the machine's ``Decided``), whoever performs each (``aresume``
+    dispatches an approved call and records a denial; a durable workflow runs an activity):
+    one after another, never in parallel, until a result ends the turn (``ends_turn``)."""
+    results: list[ToolResult] = []
+    for decided in calls:
+        results.append(await perform(decided))
+        if machine.ends_turn(results[-1]):
+            break
+    return results
+
+
+async def _concurrently(one: Callable[[ToolCall], Awaitable[ToolResult]], machine: RunMachine,
+                        calls: Sequence[ToolCall], concurrency: int | None) -> list[ToolResult]:
     limit = asyncio.Semaphore(concurrency) if concurrency else None
 
-    async def one(call: ToolCall) -> ToolResult | None:
+    async def started(call: ToolCall) -> ToolResult | None:
         if limit is None:
-            return await dispatch(tools, call, machine.deadline) if machine.may_start(call) else None
+            return await one(call) if machine.may_start(call) else None
         async with limit:
-            return await dispatch(tools, call, machine.deadline) if machine.may_start(call) else None
+            return await one(call) if machine.may_start(call) else None
 
     # gather runs each call in a task of its own, and when this task is cancelled it cancels
     # them and waits for them to end.
-    outcomes = await asyncio.gather(*(one(call) for call in calls), return_exceptions=True)
+    outcomes = await asyncio.gather(*(started(call) for call in calls), return_exceptions=True)
     for outcome in outcomes:
         if isinstance(outcome, BaseException):  # a custom registry's bug: every call has ended
             raise outcome

@@ -25,18 +25,16 @@ import dataclasses
 import time
 from typing import Any, Mapping, Protocol
 
-from .._core import _names as N
 from .._core._budget import Budget
 from .._core._checkpoint import AlreadyResumed, Checkpoint, WrongAgent, budget_within
 from .._core._decisions import Decision, check_decisions, settle
-from .._core._machine import DENIED_BY_A_PERSON, DecidedCall, RunMachine, decided_plan, denied
+from .._core._machine import DENIED_BY_A_PERSON, DecidedCall, RunMachine, denied
 from .._core._records import ToolResult
 from .._core._run import Run, current_run
 from .._core._signing import accept, claim_key
 from .._core._tools import Registry
 from .._instrumentation._instrumented import InstrumentedRegistry
-from .._instrumentation._observer import Resumed
-from .._instrumentation._telemetry import AgentTelemetry, bounded, guard
+from .._instrumentation._observer import Resumed, record_decisions
 from . import _acalls
 from ._team import SubAgentTool, resuming_tool
 
@@ -113,12 +111,13 @@ async def aresume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions:
     deadline, then ``arun``'s pump."""
     cp, decisions = prepare(agent, checkpoint, decisions, claim, budget=budget)
     with _machine(agent, cp, decisions, asynchronous=True) as machine:
-        results: list[ToolResult] = []
-        for decided in machine.resume(cp, decisions).calls:
-            results.append(_denial(agent, decided) if decided.denied is not None else
-                           await _acalls.dispatch(_registry(agent, decided), decided.call, machine.deadline))
-            if machine.ends_turn(results[-1]):
-                break
+
+        async def perform(decided: DecidedCall) -> ToolResult:
+            if decided.denied is not None:
+                return _denial(agent, decided)
+            return await _acalls.dispatch(_registry(agent, decided), decided.call, machine.deadline)
+
+        results = await _acalls.decided_turn(perform, machine, machine.resume(cp, decisions).calls)
         return await agent._apump(machine, machine.tools_done(results))
 
 
@@ -126,29 +125,10 @@ def _machine(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], *,
     """The resumed run's machine: its span linked to the paused one, its state the checkpoint's
     (``RunMachine.resume`` rebuilds it). A sub-agent's is a sub-run of the resumed caller's."""
     messages = [dict(m) for m in cp.messages]
-    approved = [c.name for c in cp.pending if decisions[c.id] is True]
-    denied_ = [c.name for c in cp.pending if decisions[c.id] is not True]
     traced, state = agent._begin(cp.budget, messages, cp.conversation_id, current_run.get(),
-                                 asynchronous=asynchronous, resumed=Resumed(cp, approved, denied_))
+                                 asynchronous=asynchronous, resumed=Resumed(cp, decisions))
     record_decisions(agent._telemetry, cp, decisions, time.time())
     return agent._driven(state, traced)
-
-
-def record_decisions(t: AgentTelemetry, cp: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
-    """How long the pause lasted (``now``: wall clock, as the checkpoint may come from another
-    process; a workflow's time) and each of this run's own decisions (a sub-agent's resumed
-    run counts its own)."""
-    if not t.metrics_on:
-        return
-    with guard("recording approval metrics"):
-        t.approval_wait_histogram.record(max(0.0, now - cp.paused_at), {N.GEN_AI_AGENT_NAME: t.agent_name})
-        for call in cp.pending:
-            outcome = N.DECISION_APPROVED if decisions[call.id] is True else N.DECISION_DENIED
-            t.decision_counter.add(1, {N.GEN_AI_AGENT_NAME: t.agent_name, N.GEN_AI_TOOL_NAME: bounded(call.name),
-                                       N.DECISION: outcome})
-
-
-_plan = decided_plan  # the Temporal workflow's name for it, until its driver is a pump too
 
 
 def _denial(agent: Agent, decided: DecidedCall) -> ToolResult:

@@ -3,8 +3,10 @@
 The h11 pattern (a protocol as a state machine that performs no I/O, driven by whoever owns
 the I/O): ``RunMachine`` hands its driver the next thing to do - call the model with this
 request (``CallModel``), dispatch these calls (``Dispatch``; ``Decided`` for a resumed run's
-decided calls), or stop (``Finish``) - and the driver feeds back what happened
-(``model_returned``, ``model_failed``, ``tools_done``), which returns the next thing to do.
+decided calls), wait for a person's decisions (``Wait``: only a driver that said it can wait,
+a durable workflow, is asked), or stop (``Finish``) - and the driver feeds back what happened
+(``model_returned``, ``model_failed``, ``tools_done``, ``decided`` / ``wait_over``), which
+returns the next thing to do.
 A driver that tells of what happens in between (a stream's events) feeds the two back in
 halves: ``record`` then ``decide``, ``step_done`` then ``next_turn``.
 A driver is then a pump: a short loop that performs the machine's requests, its own way
@@ -21,19 +23,19 @@ decides.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from ._budget import Stop
 from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, SubAgentPause, escape_id
-from ._decisions import Decision
+from ._decisions import Decision, settle
 from ._deadline import Deadline, DeadlineExceeded
 from ._records import Completion, ToolCall, ToolOutcome, ToolResult, being_cancelled
 from ._request import ModelRequest, ModelSettings
 from ._run import Run, RunState, Step, current_run
 from ._tools import Approved, Registry
 
-__all__ = ["RunMachine", "Observer", "CallModel", "Dispatch", "Decided", "DecidedCall", "Finish", "Action",
-           "decided_plan", "denied", "sub_decisions", "DENIED_BY_A_PERSON"]
+__all__ = ["RunMachine", "Observer", "CallModel", "Dispatch", "Decided", "DecidedCall", "Wait", "Waits", "Finish",
+           "Action", "decided_plan", "denied", "sub_decisions", "DENIED_BY_A_PERSON"]
 
 DENIED_BY_A_PERSON = "a person did not approve this call"
 """What the model is shown for a call denied with ``False`` (a string decision is shown as given)."""
@@ -53,6 +55,13 @@ class Observer(Protocol):
 
     def run_failed(self, error: BaseException, used: Run) -> None:
         """The run raised instead (cancelled, interrupted, a bug); ``used`` is what it had used."""
+
+    def waiting(self, checkpoint: Checkpoint) -> None:
+        """The run waits for a person's decisions on ``checkpoint``'s calls (a ``Wait``)."""
+
+    def decided(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
+        """A person decided on a pause (a resumed run's, or a waiting run's): ``decisions`` settled,
+        ``now`` the wall-clock time they arrived (how long the pause lasted)."""
 
 
 class CallModel:
@@ -104,6 +113,30 @@ class Decided:
         self.calls = calls
 
 
+class Wait:
+    """Wait for a person's decisions on ``checkpoint``'s calls (``checkpoint.pending``), the run
+    paused after ``step`` (its spans open, its clock stopped); feed back ``decided`` with the
+    decisions (checked: ``check_decisions``), or ``wait_over`` when the driver waits no longer."""
+
+    __slots__ = ("step", "checkpoint")
+
+    def __init__(self, step: Step, checkpoint: Checkpoint) -> None:
+        self.step = step
+        self.checkpoint = checkpoint
+
+
+class Waits:
+    """A driver that can wait for decisions within the run (a durable workflow, which no process
+    holds while it waits): how it names a pause (``new_id``) and reads the wall-clock time
+    (``now``), both replay-safe in a workflow (from its history)."""
+
+    __slots__ = ("new_id", "now")
+
+    def __init__(self, new_id: Callable[[], str], now: Callable[[], float]) -> None:
+        self.new_id = new_id
+        self.now = now
+
+
 class Finish:
     """The run stopped: ``run`` is what the driver returns (its spans have ended). A paused run
     is one too: ``run.paused`` is its checkpoint."""
@@ -114,7 +147,7 @@ class Finish:
         self.run = run
 
 
-Action = CallModel | Dispatch | Decided | Finish
+Action = CallModel | Dispatch | Decided | Wait | Finish
 """What the machine asks of its driver next."""
 
 
@@ -123,15 +156,17 @@ class RunMachine:
 
     ``state`` is the run's ``RunState`` (its budget, messages, clock, parent); ``registry``
     answers which calls wait for a person and gives the tools' schemas; ``observer`` hears
-    the transitions. Used as a context manager around the pump: the run is ``current_run``
+    the transitions; ``waits``, given by a driver that can wait for decisions within the run,
+    turns a pause into a ``Wait`` (else the run finishes ``approval_required`` with a checkpoint
+    to resume from). Used as a context manager around the pump: the run is ``current_run``
     inside it (a run started by a tool is its sub-run), and an exception out of it is told to
     the observer with what the run had used."""
 
     __slots__ = ("state", "registry", "observer", "run", "may_start", "_settings", "_tools", "_next",
-                 "_last", "_step", "_calling", "_token")
+                 "_last", "_step", "_calling", "_token", "_waits", "_waiting")
 
     def __init__(self, state: RunState, registry: Registry, observer: Observer, *,
-                 settings: ModelSettings = ModelSettings()) -> None:
+                 settings: ModelSettings = ModelSettings(), waits: Waits | None = None) -> None:
         self.state = state
         self.registry = registry
         self.observer = observer
@@ -150,6 +185,9 @@ class RunMachine:
         self._calling = False
         """Whether a model call was asked for and nothing fed back yet (it counts as a step)."""
         self._token: Any = None
+        self._waits = waits
+        self._waiting: tuple[Wait, float | None] | None = None
+        """The ``Wait`` handed out, and the run's seconds left when it began (the wait is not running time)."""
 
     def __enter__(self) -> RunMachine:
         self._token = current_run.set(self.state)
@@ -169,11 +207,38 @@ class RunMachine:
         return self._turn()
 
     def resume(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> Decided:
-        """A paused run continued (``checkpoint`` and ``decisions`` checked already): its state
-        rebuilt (``RunState.continue_from``), then its decided calls as one step."""
+        """A paused run continued (``checkpoint`` and ``decisions`` checked and settled already;
+        its span says so from its start: ``Resumed``): its state rebuilt
+        (``RunState.continue_from``), then its decided calls as one step."""
         state = self.state
         state.continue_from(checkpoint)
         self._next = state.first_step
+        return self._decided(checkpoint, decisions)
+
+    def decided(self, decisions: Mapping[str, Decision]) -> Decided:
+        """The decisions a ``Wait`` waited for (checked against its checkpoint): settled as a
+        resumed run's are (``settle``), the run's clock going on from where the wait began, the
+        paused step ended, then the decided calls as one step - what ``resume`` hands, in the
+        same run."""
+        assert self._waiting is not None, "decided without a Wait"
+        (wait, left), self._waiting = self._waiting, None
+        checkpoint, decisions = settle(wait.checkpoint, decisions)  # an Approve's corrected arguments, a shared id denied
+        self.state.waited(left)
+        self.observer.step_ended(wait.step)  # the paused turn: its held calls pending
+        assert self._waits is not None
+        self.observer.decided(checkpoint, decisions, self._waits.now())
+        return self._decided(checkpoint, decisions)
+
+    def wait_over(self) -> Finish:
+        """The driver waits no longer (its approval timeout): the run stops ``approval_required``
+        with the checkpoint, as a driver that cannot wait stops it at once."""
+        assert self._waiting is not None, "wait_over without a Wait"
+        (wait, _), self._waiting = self._waiting, None
+        return self._finish(self.state.finish(Stop.APPROVAL_REQUIRED, detail=wait.checkpoint))
+
+    def _decided(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> Decided:
+        """The decided calls of a pause as one step without a model call (resumed, or waited for)."""
+        state = self.state
         plan = decided_plan(checkpoint, decisions)
         self.observer.step_started(checkpoint.step_index)
         step = self._step = state.record_decided(checkpoint.step_index, [call for call, _ in plan])
@@ -237,22 +302,41 @@ class RunMachine:
     ends_turn = staticmethod(RunState.ends_turn)
     cut_off = staticmethod(RunState.cut_off)
 
-    def tools_done(self, results: Sequence[ToolResult]) -> CallModel | Finish:
+    def tools_done(self, results: Sequence[ToolResult]) -> CallModel | Wait | Finish:
         """The step's dispatched calls' results, in call order (those not dispatched left out):
         kept on the step and shown to the model, then the checks that end a turn."""
         return self.step_done(results) or self._turn()
 
-    def step_done(self, results: Sequence[ToolResult]) -> Finish | None:
+    def step_done(self, results: Sequence[ToolResult]) -> Wait | Finish | None:
         """``tools_done``'s first half: ``None`` if the step ended and the run goes on. A driver
         that tells of a step's end before the next one begins (a stream's ``step_end`` event)
         calls this, then ``next_turn``."""
         state, step = self.state, self._step
         assert step is not None, "tools_done without a Dispatch"
-        if (stopped := state.append(step, *results)) or (stopped := state.over_budget()) \
-                or (stopped := state.pause(step)):
+        if (stopped := state.append(step, *results)) or (stopped := state.over_budget()):
+            return self._finish(stopped)
+        if self._waits is not None and state.waits(step):
+            return self._wait(step)
+        if stopped := state.pause(step):
             return self._finish(stopped)
         self.observer.step_ended(step)
         return None
+
+    def _wait(self, step: Step) -> Wait | Finish:
+        """Where ``pause`` would stop the run, a driver that can wait waits for the decisions;
+        not when a sub-agent's run paused inside a call (only resuming it from its checkpoint
+        can go on with it): the run stops ``approval_required`` then, as without ``waits``. The
+        pause's id and time are drawn only here (a workflow draws them from its history)."""
+        waits = self._waits
+        assert waits is not None
+        checkpoint = self.state.checkpoint_at(step, waits.new_id(), waits.now())
+        assert checkpoint is not None  # something waits: checked
+        if checkpoint.sub_agents:
+            return self._finish(self.state.finish(Stop.APPROVAL_REQUIRED, detail=checkpoint))
+        wait = Wait(step, checkpoint)
+        self._waiting = (wait, self.state.seconds_left())
+        self.observer.waiting(checkpoint)
+        return wait
 
     def next_turn(self) -> CallModel | Finish:
         """``tools_done``'s second half: the next model turn, or the stop that comes first."""

@@ -94,6 +94,17 @@ class Pausing:
                        if times[calls[i].id] == 1 and NESTED_ID_SEPARATOR not in calls[i].id}
         step.waiting = waiting
 
+    def waits(self, step: Any) -> bool:
+        """Whether a call of ``step`` waits for a decision: held, or a sub-agent's run that paused."""
+        return _waits(step)
+
+    def waited(self, left: float | None) -> None:
+        """A run that waited for decisions within itself (a durable workflow) goes on with the
+        ``left`` seconds it had when the wait began: the wait is not running time, as for a
+        resumed run (``continue_from``)."""
+        if left is not None:
+            self.deadline = Deadline.after(left, self.clock)
+
     def pause(self, step: Any) -> Any:
         """After the turn's other calls were dispatched and nothing else ended the run: if a
         call waits for a decision (held, or a sub-agent's run that paused), the run stops

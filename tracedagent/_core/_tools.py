@@ -252,6 +252,23 @@ class Registry:
                 waits = f"{t.name} requires approval"
         return t, arguments, waits
 
+    def check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
+        """The policy and argument checks ``dispatch`` runs before it calls the tool, without
+        calling it: a result saying why the call does not run, or the tool and the arguments to
+        run it with. For a driver that runs a call its own way (a durable workflow runs a
+        sub-agent as a child workflow): then ``result`` turns what the call did into its result."""
+        return self._check(call)
+
+    @staticmethod
+    def result(call: ToolCall, t: Tool, work: Callable[[], Any]) -> ToolResult:
+        """What ``dispatch`` makes of a tool's work done elsewhere (``work()`` gives its value,
+        or raises what the tool raised): its value shown to the model, its exception named."""
+        try:
+            text = to_text(work())
+        except Exception as exc:
+            return _failure(call, t, exc)
+        return _result(call, ToolOutcome.OK, text)
+
     def _check(self, call: ToolCall) -> ToolResult | tuple[Tool, dict[str, Any]]:
         """``_verdict`` as dispatch acts on it: a call that needs a decision it does not have is
         not run (a driver that does not pause: fail closed)."""

@@ -9,7 +9,7 @@ raised (cancelled, interrupted, a bug) still says what it used: steps, tokens, t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
@@ -17,33 +17,56 @@ from opentelemetry.trace import SpanKind
 from .._core import _names as N
 from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint
+from .._core._decisions import Decision
 from .._core._records import Message
 from .._core._run import Run, Step, ToolNames
 from ._spans import RUN_BUDGET, StepScope, _Scope, failure_kind
 from ._status import answer_message
 from ._telemetry import AgentTelemetry, bounded, guard, tool_list_attributes
 
-__all__ = ["Resumed", "RunScope"]
+__all__ = ["Resumed", "RunScope", "record_decisions"]
+
+
+def _approvals(cp: Checkpoint, decisions: Mapping[str, Decision]) -> dict[str, Any]:
+    """A pause's decisions on the run span that goes on with them: the tool names approved and
+    denied (and approved with the person's corrected arguments). Values from a checkpoint
+    (``from_dict`` checks their shape) are bounded here too."""
+    names = lambda found: [bounded(n) for n in found[:N.MAX_LIST_ITEMS]]  # noqa: E731
+    attributes: dict[str, Any] = {
+        N.APPROVAL_APPROVED: names([c.name for c in cp.pending if decisions[c.id] is True]),
+        N.APPROVAL_DENIED: names([c.name for c in cp.pending if decisions[c.id] is not True])}
+    if edited := getattr(cp, "_edited", None):  # approved with the person's corrected arguments
+        attributes[N.APPROVAL_EDITED] = names(edited)
+    return attributes
+
+
+def record_decisions(t: AgentTelemetry, cp: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
+    """How long the pause lasted (``now``: wall clock, as the checkpoint may come from another
+    process; a workflow's time) and each of this run's own decisions (a sub-agent's resumed
+    run counts its own)."""
+    if not t.metrics_on:
+        return
+    with guard("recording approval metrics"):
+        t.approval_wait_histogram.record(max(0.0, now - cp.paused_at), {N.GEN_AI_AGENT_NAME: t.agent_name})
+        for call in cp.pending:
+            outcome = N.DECISION_APPROVED if decisions[call.id] is True else N.DECISION_DENIED
+            t.decision_counter.add(1, {N.GEN_AI_AGENT_NAME: t.agent_name, N.GEN_AI_TOOL_NAME: bounded(call.name),
+                                       N.DECISION: outcome})
 
 
 class Resumed:
     """What a resumed run's span says of where it came from: a link to the paused run span,
     its trace id, the checkpoint's id, and the decisions (tool names approved and denied)."""
 
-    __slots__ = ("checkpoint", "approved", "denied")
+    __slots__ = ("checkpoint", "decisions")
 
-    def __init__(self, checkpoint: Checkpoint, approved: list[str], denied: list[str]) -> None:
+    def __init__(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision]) -> None:
         self.checkpoint = checkpoint
-        self.approved = approved
-        self.denied = denied
+        self.decisions = decisions
 
     def attributes(self) -> dict[str, Any]:
-        # Values from a checkpoint (``from_dict`` checks their shape) are bounded here too.
-        cp, names = self.checkpoint, lambda found: [bounded(n) for n in found[:N.MAX_LIST_ITEMS]]
-        attributes: dict[str, Any] = {N.RESUMED_CHECKPOINT_ID: bounded(cp.id), N.APPROVAL_APPROVED: names(self.approved),
-                                      N.APPROVAL_DENIED: names(self.denied)}
-        if edited := getattr(cp, "_edited", None):  # approved with the person's corrected arguments
-            attributes[N.APPROVAL_EDITED] = names(edited)
+        cp = self.checkpoint
+        attributes: dict[str, Any] = {N.RESUMED_CHECKPOINT_ID: bounded(cp.id), **_approvals(cp, self.decisions)}
         if cp.trace_id:
             attributes[N.RESUMED_FROM] = bounded(cp.trace_id)
         return attributes
@@ -231,3 +254,16 @@ class RunScope(_Scope):
     def run_failed(self, error: BaseException, used: Run) -> None:
         """The run raised (``failure_kind`` names how); its span says what it had used."""
         self.fail(failure_kind(error), used=used)
+
+    def waiting(self, checkpoint: Checkpoint) -> None:
+        """The run waits within itself for decisions (a durable workflow): how many calls, which tools."""
+        with guard("marking the wait"):
+            self.span.set_attributes({N.PENDING_CALLS: len(checkpoint.pending),
+                                      N.TOOLS_PENDING: [c.name for c in checkpoint.pending]})
+
+    def decided(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
+        """The decisions it waited for arrived: on the run span as a resumed run's span has them
+        (``Resumed``), counted as ``resume`` counts them."""
+        with guard("marking the decisions"):
+            self.span.set_attributes(_approvals(checkpoint, decisions))
+        record_decisions(self._t, checkpoint, decisions, now)

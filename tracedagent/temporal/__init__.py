@@ -9,9 +9,9 @@ survives its worker, a deploy, a restart of every worker; it is one trace with t
         ...
     run = await run_on_temporal(client, "support", task)   # anywhere: the same Run as arun's
 
-This package imports the Temporal SDK; ``tracedagent`` itself never does. It drives the run
-with the loop's own ``RunState`` and span scopes (the ``_core`` and ``_instrumentation``
-wings), as ``Agent.arun`` does.
+This package imports the Temporal SDK; ``tracedagent`` itself never does. The workflow is a
+pump of the run machine (``_core/_machine.py``), as ``Agent.arun`` is, its run span the
+machine's observer (``_instrumentation``): every decision is the machine's (``_pump.py``).
 """
 
 from ._client import approve_on_temporal, result_of, run_on_temporal, start_on_temporal, waiting_on_temporal, worker
