@@ -82,7 +82,7 @@ class RunScope(_Scope):
     Its tool lists are its steps' lists joined (``Run.tool_names``), so that the run span says
     exactly what its step spans say."""
 
-    __slots__ = ("_t", "_step", "_priced", "_ended")
+    __slots__ = ("_t", "_step", "_priced", "_ended", "attributes")
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
@@ -120,6 +120,8 @@ class RunScope(_Scope):
             values += ((RUN_ATTRIBUTES, own),)
         _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes, links, values=values)
         self._t = telemetry
+        self.attributes: Mapping[str, Any] = own or {}
+        """Your own attributes on this run span (a Temporal child workflow's request carries them)."""
         self._step: StepScope | None = None
         self._ended: list[tuple[Step, ToolNames]] = []
         """Each step whose span ended with its tool lists, and those lists (final by then: a
