@@ -261,9 +261,9 @@ class Agent:
         """The one place an agent's run span starts (with how this agent dispatches), and its state.
         Its own attributes: the call's (``attributes``, checked), its caller's run's under a
         parent run, the agent's defaults, the baggage asked for (``run_attributes``)."""
-        if parent is not None or self._from_baggage:
-            attributes = run_attributes(self._attributes, attributes, caller_attributes() if parent else None,
-                                        from_baggage(baggage_entries(), self._from_baggage) if self._from_baggage else None)
+        if parent is not None or self._from_baggage:  # a sub-run, or baggage to copy
+            copied = from_baggage(baggage_entries(), self._from_baggage) if self._from_baggage else None
+            attributes = run_attributes(self._attributes, attributes, caller_attributes() if parent else None, copied)
         elif self._attributes:
             attributes = run_attributes(self._attributes, attributes)
         traced = RunScope(self._telemetry, budget, messages, conversation_id, asynchronous=asynchronous,
