@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
+    from ._core._attributes import BadAttributes
     from ._core._budget import Budget, Stop
     from ._core._events import RunEnd, StepEnd, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
     from ._core._streaming import ToolCallDelta, TurnEnd
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from ._core._tools import FatalToolError, Policy, Registry, Tool, ToolError, ask, tool
 
 _EXPORTS: dict[str, str] = {
+    **dict.fromkeys(["BadAttributes"], "._core._attributes"),
     **dict.fromkeys(["Budget", "Stop"], "._core._budget"),
     **dict.fromkeys(["RunEnd", "StepEnd", "StreamEvent", "TextDelta", "ToolCallEvent", "ToolResultEvent"],
                     "._core._events"),
@@ -61,7 +63,7 @@ __all__ = [
     "AlreadyResumed", "BadDecisions", "Checkpoint", "CheckpointError", "MalformedCheckpoint", "PendingCall",
     "UnknownCheckpointVersion", "WrongAgent", "ask", "Approve", "approve", "DecisionMismatch", "ExpiredCheckpoint",
     "TamperedCheckpoint", "UnsignedCheckpoint", "WeakCheckpointKey", "MalformedMessage",
-    "Agent", "Budget", "Completion", "FatalToolError", "Message", "Model", "ModelRequest", "ModelSettings", "Policy",
+    "Agent", "BadAttributes", "Budget", "Completion", "FatalToolError", "Message", "Model", "ModelRequest", "ModelSettings", "Policy",
     "Registry",
     "Redactor", "Run", "Step", "Stop", "Telemetry", "Tool", "ToolCall", "ToolError", "ToolOutcome", "ToolResult", "Usage",
     "__version__", "configure", "tool",

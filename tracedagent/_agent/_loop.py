@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from opentelemetry import metrics, trace
 
+from .._core._attributes import NO_ATTRIBUTES, baggage_keys, check_attributes, from_baggage, run_attributes
 from .._core._budget import Budget
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
@@ -30,7 +31,7 @@ from ._stream import AgentStream, AsyncAgentStream
 from . import _resume
 from .._core._tools import Registry, Tool
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
-from .._instrumentation._observer import Resumed, RunScope
+from .._instrumentation._observer import Resumed, RunScope, baggage_entries, caller_attributes
 from .._instrumentation._telemetry import AgentTelemetry
 from . import _acalls
 from ._team import agent_tool
@@ -55,7 +56,9 @@ class Agent:
                  parallel_tool_calls: bool = True, max_tool_concurrency: int | None = None,
                  description: str | None = None, version: str | None = None, agent_id: str | None = None,
                  checkpoint_key: CheckpointKey | None = None, checkpoint_max_age: float | None = None,
-                 accept_unsigned_checkpoints: bool = False, provider_spans: str | None = None) -> None:
+                 accept_unsigned_checkpoints: bool = False, provider_spans: str | None = None,
+                 attributes: Mapping[str, Any] | None = None,
+                 attributes_from_baggage: bool | Iterable[str] = False) -> None:
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``redact`` is applied to every captured string before it reaches a span (default: a
@@ -74,7 +77,12 @@ class Agent:
         ``provider_spans``: ``"suppress"`` (default; ``None`` reads ``TRACEDAGENT_PROVIDER_SPANS``)
         turns off provider instrumentations (OpenInference's, OpenTelemetry's openai/anthropic
         ones) inside each chat span, so that a call is one LLM span; ``"keep"`` leaves them on
-        (docs/telemetry.md)."""
+        (docs/telemetry.md).
+        ``attributes``: your own attributes on every run span of this agent (a tenant, a
+        component); a call's ``attributes=`` win over them. ``attributes_from_baggage``: ``True``
+        copies every OpenTelemetry baggage entry current at a run's start onto its span, or name
+        the keys to copy; off by default (docs/telemetry.md, "Your own attributes"). A bad one
+        is ``BadAttributes`` here."""
         if max_tool_concurrency is not None and max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
@@ -99,6 +107,8 @@ class Agent:
         self.accept_unsigned_checkpoints = accept_unsigned_checkpoints
         self._resumed: OrderedDict[str, None] = OrderedDict()
         self._resumed_lock = threading.Lock()
+        self._attributes = check_attributes(attributes)
+        self._from_baggage = baggage_keys(attributes_from_baggage)
 
     # Read-only: the instrumented wrappers and the spans' fixed attributes are built from these.
     @property
@@ -126,6 +136,11 @@ class Agent:
         self._settings = dataclasses.replace(self._settings, temperature=value)
 
     @property
+    def attributes(self) -> Mapping[str, Any]:
+        """Your own attributes on every run span of this agent (``Agent(attributes=...)``), as checked."""
+        return dict(self._attributes)
+
+    @property
     def model(self) -> Model:
         return self._raw_model
 
@@ -142,46 +157,53 @@ class Agent:
                           fatal_is_fatal=fatal_is_fatal)
 
     def run(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
-            conversation_id: str | None = None) -> Run:
+            conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> Run:
         """Run the loop on ``task`` (after ``history``, if any) until it stops for a named reason.
 
         ``budget`` replaces the agent's for this run; ``conversation_id`` is recorded as
-        ``gen_ai.conversation.id``. A run started inside another run's tool is its sub-run:
-        bounded by what that run has left, counted in its totals, inheriting its conversation.
+        ``gen_ai.conversation.id``; ``attributes`` are your own on the run span, over the agent's
+        (``BadAttributes`` before anything runs if one is refused). A run started inside another
+        run's tool is its sub-run: bounded by what that run has left, counted in its totals,
+        inheriting its conversation and its attributes.
         An async tool runs on a private event loop, which cannot be inside a running one:
         from async code, ``await agent.arun(...)``."""
         if self._registry.has_async_tools and _acalls.in_event_loop():
             raise RuntimeError("Agent.run was called inside a running event loop and this agent has "
                                "async tools; use `await agent.arun(...)` instead")
-        with self._machine(task, history, budget, conversation_id, asynchronous=False) as machine:
+        own = check_attributes(attributes, self._attributes)
+        with self._machine(task, history, budget, conversation_id, own, asynchronous=False) as machine:
             return self._pump(machine, machine.start())
 
     async def arun(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
-                   conversation_id: str | None = None) -> Run:
+                   conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> Run:
         """``run`` for async code: the same decisions, stops, spans and metrics. The time
         budget is a deadline that cancels a call still running; cancelling the task running
         ``arun`` ends every span it opened and propagates ``CancelledError``."""
-        with self._machine(task, history, budget, conversation_id, asynchronous=True) as machine:
+        own = check_attributes(attributes, self._attributes)
+        with self._machine(task, history, budget, conversation_id, own, asynchronous=True) as machine:
             return await self._apump(machine, machine.start())
 
     def stream(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
-               conversation_id: str | None = None) -> AgentStream:
+               conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> AgentStream:
         """``run``, its events as they happen: ``with agent.stream(task) as stream: for event in
         stream: ...``, then ``stream.run``. The same decisions, stops, spans and metrics as ``run``
         (``_stream.py``); a consumer that stops reading ends the run ``cancelled``."""
         if self._registry.has_async_tools and _acalls.in_event_loop():
             raise RuntimeError("Agent.stream was called inside a running event loop and this agent has "
                                "async tools; use `async with agent.astream(...)` instead")
-        return AgentStream(self, task, history, budget, conversation_id)
+        own = check_attributes(attributes, self._attributes)  # refused here, not at the first event
+        return AgentStream(self, task, history, budget, conversation_id, own)
 
     def astream(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
-                conversation_id: str | None = None) -> AsyncAgentStream:
+                conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> AsyncAgentStream:
         """``arun``, its events as they happen: ``async with agent.astream(task) as stream: async
         for event in stream: ...``, then ``stream.run``."""
-        return AsyncAgentStream(self, task, history, budget, conversation_id)
+        own = check_attributes(attributes, self._attributes)
+        return AsyncAgentStream(self, task, history, budget, conversation_id, own)
 
     def resume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
-               claim: _resume.Claim | None = None, budget: Budget | None = None) -> Run:
+               claim: _resume.Claim | None = None, budget: Budget | None = None,
+               attributes: Mapping[str, Any] | None = None) -> Run:
         """Continue a run that stopped ``approval_required`` (``run.checkpoint()``), once a person
         decided on each of ``run.pending``: ``decisions`` maps every waiting call's id to
         ``approve(call)`` (run it if it is still the call the person saw), ``True`` (run it, with
@@ -191,13 +213,17 @@ class Agent:
         again. A checkpoint read from text must be signed with this agent's key (unless
         ``accept_unsigned_checkpoints``). A bad, altered or foreign checkpoint or bad decisions
         raise a ``CheckpointError`` before anything runs. A checkpoint is resumed once: this
-        agent remembers the last ids it resumed; across processes, pass ``claim`` (docs/approvals.md)."""
-        return _resume.resume(self, checkpoint, decisions, claim, budget)
+        agent remembers the last ids it resumed; across processes, pass ``claim`` (docs/approvals.md).
+        ``attributes`` as ``run``'s: the paused run's are not in the checkpoint, pass them again."""
+        own = check_attributes(attributes, self._attributes)  # before the checkpoint is claimed
+        return _resume.resume(self, checkpoint, decisions, claim, budget, own)
 
     async def aresume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
-                      claim: _resume.Claim | None = None, budget: Budget | None = None) -> Run:
+                      claim: _resume.Claim | None = None, budget: Budget | None = None,
+                      attributes: Mapping[str, Any] | None = None) -> Run:
         """``resume`` for async code, continuing as ``arun`` does."""
-        return await _resume.aresume(self, checkpoint, decisions, claim, budget)
+        own = check_attributes(attributes, self._attributes)
+        return await _resume.aresume(self, checkpoint, decisions, claim, budget, own)
 
     REMEMBERED_RESUMES = 10_000
     """How many resumed checkpoint ids an agent remembers (the oldest forgotten first): a
@@ -215,7 +241,8 @@ class Agent:
             return True
 
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
-               conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]:
+               conversation_id: str | None, attributes: Mapping[str, Any] = NO_ATTRIBUTES, *,
+               asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]:
         """The run span and the run's state; under a parent run, the parent's limits and conversation."""
         parent = current_run.get()
         budget = budget or self.budget
@@ -223,16 +250,25 @@ class Agent:
             budget = parent.child_budget(budget)
             conversation_id = conversation_id or parent.conversation_id
         messages = initial_messages(self.system_prompt, history, task)
-        traced, state = self._begin(budget, messages, conversation_id, parent, asynchronous=asynchronous)
+        traced, state = self._begin(budget, messages, conversation_id, parent, asynchronous=asynchronous,
+                                    attributes=attributes)
         return traced, state, parent
 
     def _begin(self, budget: Budget, messages: list[Message], conversation_id: str | None,
                parent: RunState | None, *, asynchronous: bool,
-               resumed: Resumed | None = None) -> tuple[RunScope, RunState]:
-        """The one place an agent's run span starts (with how this agent dispatches), and its state."""
+               resumed: Resumed | None = None,
+               attributes: Mapping[str, Any] = NO_ATTRIBUTES) -> tuple[RunScope, RunState]:
+        """The one place an agent's run span starts (with how this agent dispatches), and its state.
+        Its own attributes: the call's (``attributes``, checked), its caller's run's under a
+        parent run, the agent's defaults, the baggage asked for (``run_attributes``)."""
+        if parent is not None or self._from_baggage:  # a sub-run, or baggage to copy
+            copied = from_baggage(baggage_entries(), self._from_baggage) if self._from_baggage else None
+            attributes = run_attributes(self._attributes, attributes, caller_attributes() if parent else None, copied)
+        elif self._attributes:
+            attributes = run_attributes(self._attributes, attributes)
         traced = RunScope(self._telemetry, budget, messages, conversation_id, asynchronous=asynchronous,
                           parallel_tool_calls=self.parallel_tool_calls, max_tool_concurrency=self.max_tool_concurrency,
-                          resumed=resumed)
+                          resumed=resumed, attributes=attributes)
         with traced:  # a bug: no run, but no span left open
             state = RunState(budget, messages, trace_id=traced.trace_id, conversation_id=conversation_id,
                              parent=parent, agent=self._name, tools=self._registry.names, span_id=traced.span_id)
@@ -240,8 +276,8 @@ class Agent:
         return traced, state
 
     def _machine(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
-                 conversation_id: str | None, *, asynchronous: bool) -> RunMachine:
-        traced, state, _ = self._start(task, history, budget, conversation_id, asynchronous=asynchronous)
+                 conversation_id: str | None, attributes: Mapping[str, Any], *, asynchronous: bool) -> RunMachine:
+        traced, state, _ = self._start(task, history, budget, conversation_id, attributes, asynchronous=asynchronous)
         return self._driven(state, traced)
 
     def _driven(self, state: RunState, traced: RunScope) -> RunMachine:

@@ -25,6 +25,7 @@ import dataclasses
 import time
 from typing import Any, Mapping, Protocol
 
+from .._core._attributes import NO_ATTRIBUTES
 from .._core._budget import Budget
 from .._core._checkpoint import AlreadyResumed, Checkpoint, WrongAgent, budget_within
 from .._core._decisions import Decision, check_decisions, settle
@@ -93,10 +94,11 @@ def _check_agent(agent: Agent, cp: Checkpoint) -> None:
 
 
 def resume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
-           claim: Claim | None = None, budget: Budget | None = None) -> Run:
+           claim: Claim | None = None, budget: Budget | None = None,
+           attributes: Mapping[str, Any] = NO_ATTRIBUTES) -> Run:
     """See ``Agent.resume``: the decided calls one after another, then ``run``'s pump."""
     cp, decisions = prepare(agent, checkpoint, decisions, claim, synchronous=True, budget=budget)
-    with _machine(agent, cp, decisions, asynchronous=False) as machine:
+    with _machine(agent, cp, decisions, attributes, asynchronous=False) as machine:
         results: list[ToolResult] = []
         for decided in machine.resume(cp, decisions).calls:
             results.append(_denial(agent, decided) if decided.denied is not None else _registry(agent, decided).dispatch(decided.call))
@@ -106,11 +108,12 @@ def resume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mappin
 
 
 async def aresume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision],
-                  claim: Claim | None = None, budget: Budget | None = None) -> Run:
+                  claim: Claim | None = None, budget: Budget | None = None,
+                  attributes: Mapping[str, Any] = NO_ATTRIBUTES) -> Run:
     """See ``Agent.aresume``: the decided calls one after another, each under the run's
     deadline, then ``arun``'s pump."""
     cp, decisions = prepare(agent, checkpoint, decisions, claim, budget=budget)
-    with _machine(agent, cp, decisions, asynchronous=True) as machine:
+    with _machine(agent, cp, decisions, attributes, asynchronous=True) as machine:
 
         async def perform(decided: DecidedCall) -> ToolResult:
             if decided.denied is not None:
@@ -121,12 +124,14 @@ async def aresume(agent: Agent, checkpoint: str | bytes | Checkpoint, decisions:
         return await agent._apump(machine, machine.tools_done(results))
 
 
-def _machine(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], *, asynchronous: bool) -> RunMachine:
+def _machine(agent: Agent, cp: Checkpoint, decisions: Mapping[str, Decision], attributes: Mapping[str, Any], *,
+             asynchronous: bool) -> RunMachine:
     """The resumed run's machine: its span linked to the paused one, its state the checkpoint's
     (``RunMachine.resume`` rebuilds it). A sub-agent's is a sub-run of the resumed caller's."""
     messages = [dict(m) for m in cp.messages]
     traced, state = agent._begin(cp.budget, messages, cp.conversation_id, current_run.get(),
-                                 asynchronous=asynchronous, resumed=Resumed(cp, decisions))
+                                 asynchronous=asynchronous, resumed=Resumed(cp, decisions),
+                                 attributes=attributes)
     record_decisions(agent._telemetry, cp, decisions, time.time())
     return agent._driven(state, traced)
 

@@ -27,7 +27,7 @@ import contextlib
 import contextvars
 import functools
 import itertools
-from typing import Any, AsyncIterator, Generator, Iterator, Protocol, Sequence, get_args
+from typing import Any, AsyncIterator, Generator, Iterator, Mapping, Protocol, Sequence, get_args
 
 from .._core import _names as N
 from .._core._budget import Budget
@@ -60,7 +60,8 @@ class _Agent(Protocol):
     _telemetry: AgentTelemetry
 
     def _start(self, task: str, history: Sequence[Message] | None, budget: Budget | None,
-               conversation_id: str | None, *, asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]: ...
+               conversation_id: str | None, attributes: Mapping[str, Any], *,
+               asynchronous: bool) -> tuple[RunScope, RunState, RunState | None]: ...
 
     def _driven(self, state: RunState, traced: RunScope) -> RunMachine: ...
 
@@ -166,8 +167,8 @@ class AgentStream(_Stream):
     ``cancelled``."""
 
     def __init__(self, agent: _Agent, task: str, history: Sequence[Message] | None, budget: Budget | None,
-                 conversation_id: str | None) -> None:
-        self._h = _Run(agent, (task, history, budget, conversation_id), asynchronous=False)
+                 conversation_id: str | None, attributes: Mapping[str, Any]) -> None:
+        self._h = _Run(agent, (task, history, budget, conversation_id, attributes), asynchronous=False)
         self._events = _drive(self._h)
         self._next = functools.partial(self._h.context.run, self._events.__next__)
 
@@ -251,8 +252,8 @@ class AsyncAgentStream(_Stream):
     propagates."""
 
     def __init__(self, agent: _Agent, task: str, history: Sequence[Message] | None, budget: Budget | None,
-                 conversation_id: str | None) -> None:
-        self._h = _Run(agent, (task, history, budget, conversation_id), asynchronous=True)
+                 conversation_id: str | None, attributes: Mapping[str, Any]) -> None:
+        self._h = _Run(agent, (task, history, budget, conversation_id, attributes), asynchronous=True)
         self._events = _adrive(self._h)
         stepped = _acalls.stepped(self._events)
         self._run, self._send, self._throw = self._h.context.run, stepped.send, stepped.throw

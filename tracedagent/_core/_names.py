@@ -349,6 +349,21 @@ TOO_DEEP_MARK = "[content nested too deeply to serialise]"
 MAX_DESCRIPTION_LENGTH = 1024
 """A span status description (a stopped run's output sentence) is truncated to this length."""
 
+# Your own attributes on a run (``attributes=``, ``Agent(attributes_from_baggage=...)``): the
+# keys are the user's, never named here; these bound them (``_core/_attributes.py``).
+MAX_RUN_ATTRIBUTES = 32
+"""At most this many of your own attributes on one run span (the agent's defaults and the
+call's together): more is ``BadAttributes`` at the call."""
+MAX_ATTRIBUTE_KEY_LENGTH = MAX_NAME_LENGTH
+"""A longer key is refused (cut, two keys could become one)."""
+MAX_ATTRIBUTE_VALUE_LENGTH = MAX_DESCRIPTION_LENGTH
+"""A longer string value is cut to this, ending with ``TRUNCATION_MARK``, as a description is."""
+MAX_ATTRIBUTE_ITEMS = 32
+"""A sequence value holds at most this many items: more is refused."""
+RESERVED_ATTRIBUTE_PREFIXES = ("gen_ai.", "tracedagent.", "otel.")
+"""Keys under these prefixes are the conventions', tracedagent's and OpenTelemetry's own: refused
+(compared without case), so that your attributes never shadow what a run span says of itself."""
+
 # --- Command line ------------------------------------------------------------------
 DEFAULT_JAEGER_URL = "http://localhost:16686"
 """Where ``tracedagent traces``/``trace`` query Jaeger, and the base of the links ``demo`` prints."""

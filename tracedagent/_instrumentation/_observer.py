@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from opentelemetry import trace
+from opentelemetry import baggage, trace
+from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind
 
 from .._core import _names as N
@@ -24,7 +25,7 @@ from ._spans import RUN_BUDGET, StepScope, _Scope, failure_kind
 from ._status import answer_message
 from ._telemetry import AgentTelemetry, bounded, guard, tool_list_attributes
 
-__all__ = ["Resumed", "RunScope", "record_decisions"]
+__all__ = ["Resumed", "RunScope", "RUN_ATTRIBUTES", "caller_attributes", "baggage_entries", "record_decisions"]
 
 
 def _approvals(cp: Checkpoint, decisions: Mapping[str, Decision]) -> dict[str, Any]:
@@ -52,6 +53,22 @@ def record_decisions(t: AgentTelemetry, cp: Checkpoint, decisions: Mapping[str, 
             outcome = N.DECISION_APPROVED if decisions[call.id] is True else N.DECISION_DENIED
             t.decision_counter.add(1, {N.GEN_AI_AGENT_NAME: t.agent_name, N.GEN_AI_TOOL_NAME: bounded(call.name),
                                        N.DECISION: outcome})
+
+RUN_ATTRIBUTES = otel_context.create_key("tracedagent.run_attributes")
+"""The context key under which a run span with attributes of your own (``attributes=``) puts
+them, so that a sub-agent's run started inside it carries them too (``caller_attributes``)."""
+
+
+def caller_attributes() -> Mapping[str, Any] | None:
+    """Your own attributes of the run whose span is current (a sub-agent's caller), if any."""
+    return otel_context.get_value(RUN_ATTRIBUTES)  # type: ignore[return-value]
+
+
+def baggage_entries() -> Mapping[str, object]:
+    """The current context's OpenTelemetry baggage (``Agent(attributes_from_baggage=...)``)."""
+    with guard("reading the baggage"):
+        return baggage.get_all()
+    return {}
 
 
 class Resumed:
@@ -88,18 +105,23 @@ class RunScope(_Scope):
     Its tool lists are its steps' lists joined (``Run.tool_names``), so that the run span says
     exactly what its step spans say."""
 
-    __slots__ = ("_t", "_step", "_priced", "_ended")
+    __slots__ = ("_t", "_step", "_priced", "_ended", "attributes")
     doing = "ending a run span"
 
     def __init__(self, telemetry: AgentTelemetry, budget: Budget, messages: list[Message],
                  conversation_id: str | None = None, *, asynchronous: bool = False,
                  parallel_tool_calls: bool = False, max_tool_concurrency: int | None = None,
-                 resumed: Resumed | None = None) -> None:
+                 resumed: Resumed | None = None, attributes: Mapping[str, Any] | None = None) -> None:
         """``messages`` is what the run starts from (system prompt, history, task): recorded
         only with content capture on, which is what replay starts from too. The driver
         (``arun`` when ``asynchronous``) and, under ``arun``, how a turn's calls were
-        dispatched are recorded so that a replay dispatches them the same way."""
+        dispatched are recorded so that a replay dispatches them the same way. ``attributes``
+        are your own (``_core/_attributes.run_attributes``: checked and bounded already), on the
+        span from its start and in its context for the sub-agents' runs inside it."""
+        own = attributes
         attributes = telemetry.run_start_attributes(budget)
+        if own:  # under the span's own names, which no key of yours can be (reserved prefixes)
+            attributes = {**own, **attributes}
         attributes[N.DRIVER] = N.DRIVER_ARUN if asynchronous else N.DRIVER_RUN
         if asynchronous:
             attributes[N.TOOLS_PARALLEL] = parallel_tool_calls
@@ -116,9 +138,13 @@ class RunScope(_Scope):
                 attributes.update(resumed.attributes())
                 links = resumed.links()
         # A priced run's budget goes into its context: each chat span inside prices its own call.
-        _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes, links,
-                        values=((RUN_BUDGET, budget),) if budget.priced else ())
+        values = ((RUN_BUDGET, budget),) if budget.priced else ()
+        if own:
+            values += ((RUN_ATTRIBUTES, own),)
+        _Scope.__init__(self, telemetry, telemetry.run_span_name, SpanKind.INTERNAL, attributes, links, values=values)
         self._t = telemetry
+        self.attributes: Mapping[str, Any] = own or {}
+        """Your own attributes on this run span (a Temporal child workflow's request carries them)."""
         self._step: StepScope | None = None
         self._ended: list[tuple[Step, ToolNames]] = []
         """Each step whose span ended with its tool lists, and those lists (final by then: a

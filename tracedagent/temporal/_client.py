@@ -19,6 +19,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from .._agent._loop import Agent
 from .._core import _names as N
+from .._core._attributes import check_attributes
 from .._core._budget import Budget
 from .._core._decisions import Decision, check_reasons, decisions_to_data
 from .._core._records import Message
@@ -49,12 +50,17 @@ def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPO
 
 
 def _request(agent: str, task: str, history: Sequence[Message] | None, budget: Budget | None,
-             conversation_id: str | None, approval_timeout: float | None = None) -> dict[str, Any]:
+             conversation_id: str | None, approval_timeout: float | None = None,
+             attributes: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The workflow's input, checked here as the workflow checks it (``ValueError`` before
-    anything starts: a NaN ``approval_timeout``, a task that is not a string)."""
+    anything starts: a NaN ``approval_timeout``, a task that is not a string, ``BadAttributes``).
+    Your own ``attributes`` travel as checked (cut, credential shapes blanked), and only when
+    given, so a request without them is the one workers before them read."""
     request = {"agent": agent, "task": task, "history": [dict(m) for m in history or ()],
                "budget": None if budget is None else budget_to_data(budget), "conversation_id": conversation_id,
                "traceparent": traceparent(), "approval_timeout": approval_timeout}
+    if attributes is not None:
+        request["attributes"] = dict(check_attributes(attributes))  # JSON writes a tuple as a list
     try:
         request_from_data(request)
     except TypeError as exc:
@@ -85,14 +91,16 @@ async def waiting_on_temporal(client: Client, workflow_id: str) -> list[dict[str
 async def start_on_temporal(client: Client, agent: str, task: str, history: Sequence[Message] | None = None, *,
                             budget: Budget | None = None, conversation_id: str | None = None,
                             task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
-                            workflow_id: str | None = None,
-                            approval_timeout: float | None = None) -> WorkflowHandle[Any, Any]:
+                            workflow_id: str | None = None, approval_timeout: float | None = None,
+                            attributes: Mapping[str, Any] | None = None) -> WorkflowHandle[Any, Any]:
     """Start the run and return its workflow's handle (``result_of(handle)`` waits for the
     ``Run``). The current span, if any, is the run span's parent. A run waiting for approval
     (``approve_on_temporal``) waits at most ``approval_timeout`` seconds, then ends
-    ``approval_required`` with a checkpoint for ``Agent.resume``; without it, as long as it takes."""
+    ``approval_required`` with a checkpoint for ``Agent.resume``; without it, as long as it takes.
+    ``attributes``: your own on the run span, over the hosted agent's, as ``Agent.arun`` takes them
+    (``BadAttributes`` here, before anything starts)."""
     return await client.start_workflow(
-        N.TEMPORAL_WORKFLOW, _request(agent, task, history, budget, conversation_id, approval_timeout),
+        N.TEMPORAL_WORKFLOW, _request(agent, task, history, budget, conversation_id, approval_timeout, attributes),
         id=workflow_id or f"{agent}-{uuid.uuid4().hex}", task_queue=task_queue)
 
 
@@ -105,19 +113,22 @@ async def run_on_temporal(client: Client, agent: str, task: str, history: Sequen
                           budget: Budget | None = None, conversation_id: str | None = None,
                           task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE, workflow_id: str | None = None,
                           tracer_provider: trace.TracerProvider | None = None,
-                          approval_timeout: float | None = None) -> Run:
+                          approval_timeout: float | None = None, attributes: Mapping[str, Any] | None = None) -> Run:
     """Run the agent named ``agent`` on Temporal and wait for its ``Run``, as ``agent.arun``
     would return it: never raising on a budget, a model's or a tool's failure. Inside a span
     of its own (``run_on_temporal AGENT``, kind client) that is the run span's parent. A run
-    that waits for approval waits as ``start_on_temporal`` says (``approval_timeout``)."""
+    that waits for approval waits as ``start_on_temporal`` says (``approval_timeout``); ``attributes``
+    as there (on the run span, not on this client span)."""
     workflow_id = workflow_id or f"{agent}-{uuid.uuid4().hex}"
+    check_attributes(attributes)  # a refusal is the caller's error, before the client span
     tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
     with tracer.start_as_current_span(f"{N.TEMPORAL_CLIENT_SPAN} {agent}", kind=SpanKind.CLIENT, attributes={
             N.GEN_AI_AGENT_NAME: agent, N.TEMPORAL_WORKFLOW_ID: workflow_id,
             N.TEMPORAL_TASK_QUEUE: task_queue}) as span:
         handle = await start_on_temporal(client, agent, task, history, budget=budget,
                                          conversation_id=conversation_id, task_queue=task_queue,
-                                         workflow_id=workflow_id, approval_timeout=approval_timeout)
+                                         workflow_id=workflow_id, approval_timeout=approval_timeout,
+                                         attributes=attributes)
         run = await result_of(handle)
         span.set_attribute(N.STOP_REASON, run.stop.value)
         if not run.ok:

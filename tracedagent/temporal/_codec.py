@@ -17,6 +17,7 @@ import dataclasses
 import math
 from typing import Any
 
+from .._core._attributes import check_attributes
 from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint, budget_from
 from .._core._messages import check_messages
@@ -119,8 +120,13 @@ def request_from_data(request: Any) -> dict[str, Any]:
     if not isinstance(carrier, dict) or not all(isinstance(v, str) for v in carrier.values()):
         raise ValueError("'traceparent' is not a map of strings")
     budget = None if request.get("budget") is None else budget_from(request["budget"], "request", defaults=True)
+    # Your own attributes (``attributes=``), checked as ``Agent.run`` checks them (``BadAttributes``,
+    # a ValueError); a request without them - one started before they existed - has none.
+    # JSON has no tuples: a sequence value comes back a list, and is a tuple again here.
+    attributes = check_attributes(request.get("attributes"))
     return {"agent": request["agent"], "task": request["task"], "history": history, "budget": budget,
-            "approval_timeout": timeout, "conversation_id": conversation_id, "traceparent": carrier}
+            "approval_timeout": timeout, "conversation_id": conversation_id, "traceparent": carrier,
+            "attributes": attributes}
 
 
 def run_to_data(run: Run) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from temporalio.exceptions import (ActivityError, ApplicationError, CancelledErr
                                    is_cancelled_exception)
 
 from .._core import _names as N
+from .._core._attributes import run_attributes
 from .._core._checkpoint import BadDecisions, Checkpoint
 from .._core._deadline import DeadlineExceeded
 from .._core._decisions import Decision, check_decisions, decisions_from_data
@@ -132,7 +133,8 @@ class AgentRun:
         token = otel_context.attach(PROPAGATOR.extract(checked["traceparent"]))
         try:
             traced = _RunScope(agent.workflow_telemetry, budget, messages, conversation_id, asynchronous=True,
-                               parallel_tool_calls=a.parallel_tool_calls, max_tool_concurrency=a.max_tool_concurrency)
+                               parallel_tool_calls=a.parallel_tool_calls, max_tool_concurrency=a.max_tool_concurrency,
+                               attributes=run_attributes(a.attributes, checked["attributes"]))  # the request's win
             traced.span.set_attributes({N.TEMPORAL_WORKFLOW_ID: info.workflow_id,
                                         N.TEMPORAL_TASK_QUEUE: info.task_queue})
             state = self._state = RunState(budget, messages, clock=workflow.time, trace_id=traced.trace_id,
@@ -142,7 +144,7 @@ class AgentRun:
             machine = RunMachine(state, a.registry, traced, waits=Waits(lambda: workflow.uuid4().hex, workflow.time))
             try:
                 with machine:  # an exception out of the pump ends the run span with what it used
-                    run = await pump(machine, _Activities(agent, state, self, checked["approval_timeout"]),
+                    run = await pump(machine, _Activities(agent, state, self, checked["approval_timeout"], traced.attributes),
                                      parallel=a.parallel_tool_calls, concurrency=a.max_tool_concurrency)
             except GeneratorExit:  # the coroutine dropped by a worker that left it: the run goes on elsewhere
                 raise
@@ -174,8 +176,10 @@ class _Activities:
     activity, a hosted sub-agent's run a child workflow, the wait the ``decide`` update."""
 
     def __init__(self, agent: HostedAgent, state: RunState, workflow_: AgentRun,
-                 approval_timeout: float | None) -> None:
+                 approval_timeout: float | None, attributes: Mapping[str, Any]) -> None:
         self.agent, self.state = agent, state
+        self.attributes = attributes
+        """The run's own attributes (``attributes=``): a sub-agent's child workflow carries them."""
         self.workflow, self.approval_timeout = workflow_, approval_timeout
         self.queue = workflow.info().task_queue
         self.settings = agent.settings
@@ -244,7 +248,8 @@ class _Activities:
             budget = self.state.child_budget(tool.budget or sub.agent.budget)
             request = {"agent": sub.agent.name, "task": checked[1]["task"], "history": None,
                        "budget": budget_to_data(budget), "conversation_id": self.state.conversation_id,
-                       "traceparent": traceparent(), "approval_timeout": self.approval_timeout}
+                       "traceparent": traceparent(), "approval_timeout": self.approval_timeout,
+                       "attributes": dict(self.attributes)}  # a sub-agent carries its caller's
             data = await workflow.execute_child_workflow(
                 N.TEMPORAL_WORKFLOW, request, id=f"{workflow.info().workflow_id}.{workflow.uuid4().hex[:16]}",
                 task_queue=self.queue)
