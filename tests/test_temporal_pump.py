@@ -12,6 +12,7 @@ same against Temporal itself.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from typing import Any, Mapping
 
 import pytest
@@ -270,8 +271,12 @@ def test_the_workflows_run_span_names_a_temporal_cancellation_and_keeps_what_the
     agent = Agent(FakeModel([]), TOOLS, name="desk", tracer_provider=provider)
     state = RunState(Budget(), initial_messages(None, None, "go"), agent="desk")
     state.record(0, Completion(tool_calls=[ToolCall("c1", "search_help", {"q": "a"})]))
-    dropped = _RunScope(agent._telemetry, Budget(), state.messages)
-    dropped.run_failed(GeneratorExit(), state.finish(Stop.CANCELLED))
+
+    def drop() -> None:  # in a context of its own, as a worker's coroutine: the scope it leaves open stays there
+        dropped = _RunScope(agent._telemetry, Budget(), state.messages)
+        dropped.run_failed(GeneratorExit(), state.finish(Stop.CANCELLED))
+
+    contextvars.copy_context().run(drop)
     assert exporter.get_finished_spans() == ()  # the run goes on on another worker
     scope = _RunScope(agent._telemetry, Budget(), state.messages)
     scope.run_failed(TemporalCancelled("cancelled"), state.finish(Stop.CANCELLED, call_failed=True))
