@@ -120,12 +120,8 @@ async def dispatch_turn(tools: InstrumentedRegistry, machine: RunMachine, calls:
         results = await _concurrently(tools, machine, calls, concurrency)
     else:
         results = []
-        for call in calls:
-            if not machine.may_start(call):
-                break
+        for call in machine.one_by_one(calls, results):
             results.append(await InContext(contextvars.copy_context(), dispatch(tools, call, machine.deadline)))
-            if machine.ends_turn(results[-1]):
-                break
     if not _COUNTS_CANCELLATIONS:  # Python 3.10: deliver one asked for while nothing was awaited
         await asyncio.sleep(0)
     raise_if_cancelled_since(requests)  # 3.11+: every one asked for is counted, delivered or not
