@@ -38,7 +38,7 @@ from ._recorder import Recorder
 from ._stubs import after, replay_model, stub_registry
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
-from .._core._machine import Dispatch, RunMachine
+from .._core._machine import CallModel, Dispatch, Finish, RunMachine
 from .._core._tools import Ask, Registry, Tool, ask
 from .._traces._trace import SpanRecord, group_traces
 
@@ -268,12 +268,13 @@ def _repaused(agent: Agent, r: Recording) -> tuple[Checkpoint, dict[str, Decisio
     state = RunState(agent.budget, [dict(m) for m in messages[:at]], agent=agent.name, tools=agent.registry.names)
     state.first_step = info.get("step_index", 0)
     machine = RunMachine(state, _holding(held, {c.name for c in decided}), _Unobserved())
-    machine.start()
-    action = machine.model_returned(_paused_turn(messages[at], info))
+    action = machine.start()
+    if isinstance(action, CallModel):
+        action = machine.model_returned(_paused_turn(messages[at], info))
     if isinstance(action, Dispatch):
-        results = [ToolResult(c.id, c.name, str(shown[c.id].get("content", ""))) for c in action.calls if c.id in shown]
-        machine.tools_done(results)
-    checkpoint = machine.run.paused if machine.run is not None else None
+        action = machine.tools_done([ToolResult(c.id, c.name, str(shown[c.id].get("content", "")))
+                                     for c in action.calls if c.id in shown])
+    checkpoint = action.run.paused if isinstance(action, Finish) else None
     if checkpoint is None:
         raise ReplayError(f"the pause the run of {r.agent!r} (trace {r.trace_id}) resumed does not recur")
     decisions: dict[str, Decision] = {c.id: c.outcome != ToolOutcome.DENIED.value or after(c.result, "Denied: ")
