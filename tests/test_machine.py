@@ -170,6 +170,29 @@ def test_fatal_result_ends_the_turn_and_the_run():
     assert dispatch.calls == [a, b]
 
 
+def test_one_by_one_stops_after_a_result_that_ends_the_turn_and_once_the_time_is_up():
+    m = machine()
+    m.start()
+    a, b, c = call("a"), call("b"), call("c")
+    dispatch = m.model_returned(turn(a, b, c))
+    results: list[ToolResult] = []
+    dispatched = []
+    for each in m.one_by_one(dispatch.calls, results):
+        dispatched.append(each)
+        results.append(ToolResult(each.id, each.name, "boom", ToolOutcome.FATAL) if each is b else ok(each))
+    assert dispatched == [a, b]  # c never started: b's result ended the turn
+    clock = Clock()
+    m = machine(Budget(max_seconds=5), clock=clock)
+    m.start()
+    dispatch = m.model_returned(turn(a, b))
+    results, dispatched = [], []
+    for each in m.one_by_one(dispatch.calls, results):
+        dispatched.append(each)
+        clock.now = 6  # the deadline passed while the call ran: the next may not start
+        results.append(ok(each))
+    assert dispatched == [a]
+
+
 def test_no_progress():
     m = machine(Budget(no_progress_limit=1))
     m.start()

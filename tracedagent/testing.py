@@ -9,11 +9,14 @@ growth of input tokens over a run is visible in tests and traces, as with a real
 ``RunView`` per run, and the ``assert_*`` helpers fail with what the run actually did.
 The pytest plugin (``tracedagent.pytest_plugin``) hands each test a fresh recorder as the
 ``tracedagent_recorder`` fixture. ``Replay`` turns a run recorded in a trace into a test
-(``tracedagent replay``). ``docs/testing.md`` is the guide.
+(``tracedagent replay``). ``play`` / ``aplay`` (and ``Replay.play``) run an agent and return a
+``Played``: the ``Run`` with its spans, one shape for a live run and a recorded one (what an
+evaluation grades). ``docs/testing.md`` is the guide.
 """
 
 from __future__ import annotations
 
+from ._testing._played import Played, aplay, play
 from ._testing._replay import Replay, ReplayError, ReplayMismatch
 from ._testing._assertions import (RAN_OUTCOMES, SpanSpec, assert_never_executed, assert_requested,
                                    assert_span_tree, assert_stop)
@@ -26,4 +29,4 @@ from ._testing._views import RunView
 __all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens", "Recorder", "RunView",
            "assert_stop", "assert_never_executed", "assert_requested", "assert_span_tree", "find_spans",
            "ATTRIBUTE_ALIASES", "RAN_OUTCOMES", "SpanSpec", "GlobalCaptureWarning", "Replay", "ReplayMismatch",
-           "ReplayError"]
+           "ReplayError", "Played", "play", "aplay"]

@@ -138,12 +138,8 @@ async def turn(one: Callable[[ToolCall], Awaitable[ToolResult]], machine: RunMac
     if parallel and len(calls) > 1:
         return await _concurrently(one, machine, calls, concurrency)
     results: list[ToolResult] = []
-    for call in calls:
-        if not machine.may_start(call):
-            break
+    for call in machine.one_by_one(calls, results):
         results.append(await one(call))
-        if machine.ends_turn(results[-1]):
-            break
     return results
 
 

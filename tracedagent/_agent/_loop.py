@@ -297,12 +297,8 @@ class Agent:
                 action = machine.model_returned(completion)
             elif action.__class__ is Dispatch:
                 results: list[ToolResult] = []
-                for call in action.calls:
-                    if not machine.may_start(call):
-                        break
+                for call in machine.one_by_one(action.calls, results):
                     results.append(tools.dispatch(call))
-                    if machine.ends_turn(results[-1]):
-                        break
                 action = machine.tools_done(results)
             else:
                 return action.run

@@ -224,16 +224,12 @@ def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
                 action = machine.decide(step)
             elif action.__class__ is Dispatch:  # one call after another, as run dispatches them
                 results: list[ToolResult] = []
-                for call in action.calls:
-                    if not machine.may_start(call):
-                        break
+                for call in machine.one_by_one(action.calls, results):
                     results.append(result := tools.dispatch(call))
                     if pending:  # a sub-agent's events, from its run inside this call
                         yield from pending
                         pending.clear()
                     yield ToolResultEvent(agent=name, result=result)
-                    if machine.ends_turn(result):
-                        break
                 if (then := machine.step_done(results)) is None:  # the step ended, the run goes on
                     told = action.step.index
                     yield StepEnd(agent=name, step=action.step)

@@ -23,7 +23,7 @@ decides.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from ._budget import Stop
 from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, SubAgentPause, escape_id
@@ -76,7 +76,8 @@ class CallModel:
 
 class Dispatch:
     """Dispatch ``calls`` (those of the turn that may start, in call order), asking ``may_start``
-    before each and ``ends_turn`` after each when one after another; feed back ``tools_done``.
+    before each and ``ends_turn`` after each when one after another (``one_by_one``); feed back
+    ``tools_done``.
     ``held`` are the calls (by position in the turn) that wait for a person, and why."""
 
     __slots__ = ("step", "calls", "held")
@@ -301,6 +302,16 @@ class RunMachine:
 
     ends_turn = staticmethod(RunState.ends_turn)
     cut_off = staticmethod(RunState.cut_off)
+
+    def one_by_one(self, calls: Sequence[ToolCall], results: list[ToolResult]) -> Iterator[ToolCall]:
+        """A turn's calls as a driver dispatches them one after another: each while it may
+        start (``may_start``), none after a result that ends the turn (``ends_turn``). The
+        driver appends each call's result to ``results`` before it asks for the next call."""
+        may_start = self.may_start
+        for call in calls:
+            if results and RunState.ends_turn(results[-1]) or not may_start(call):
+                return
+            yield call
 
     def tools_done(self, results: Sequence[ToolResult]) -> CallModel | Wait | Finish:
         """The step's dispatched calls' results, in call order (those not dispatched left out):

@@ -11,7 +11,10 @@ an agent on a recorded trace); never ``_cli``. Only this wing and ``configure()`
 - ``_recorder``: ``Recorder`` (private providers, global capture, queries).
 - ``_assertions``: the ``assert_*`` helpers and their failure messages.
 - ``_fake``: ``FakeModel``, the scripted model.
-- ``_replay``: a recorded run replayed as a test (``tracedagent.testing.replay``).
+- ``_replay``: a recorded run replayed as a test (``tracedagent.testing.Replay``); ``_stubs``: what
+  a recording answers it with (the model's turns, the stub tools).
+- ``_played``: ``Played``, ``play``, ``aplay``: a run with its spans, live or replayed (what an
+  evaluation grades).
 """
 
 __all__: list[str] = []

@@ -6,29 +6,12 @@ their ids and raw arguments, usage, model, finish reason) and a ``Registry`` of 
 that give the recorded results under the recorded names. The loop itself is the real one,
 so the stop reason, the steps and the tool lists are decided again, not copied.
 
-How each recorded outcome is reproduced, and how exactly:
-
-* ``ok``: the stub returns the recorded result. Exact (the result as captured: redacted).
-* ``error``: the stub raises an exception of the recorded class name - a ``ToolError`` whose
-  message is the recorded text, or, for a tool's unexpected exception, an ``Exception`` (the
-  registry then shows its class only, as it did). Exact, ``error.type`` included.
-* ``fatal``: a ``FatalToolError`` with the recorded text. Exact.
-* ``denied``: the registry's policy denies that call id with the recorded reason. Exact.
-* ``unknown_tool``: no stub of that name. Exact; the reply lists the stubs, which are the
-  tools the trace names (an ``unknown_tool`` reply lists the original registry's first 32).
-* ``invalid_arguments``: malformed JSON or a non-object is refused by the registry itself,
-  exactly. A JSON object the original schema refused is refused by the stub's schema (an
-  ``enum`` of the arguments the tool did accept): the outcome is exact, the message
-  approximate, so ``check`` compares that call's outcome and not its text.
-* ``timeout`` (the tool's own timeout): the stub has the recorded timeout and is cut off as
-  the registry cuts a tool off at its timeout. Exact.
-* a call the run's time budget cut off, or during which it ran out: the stub sleeps past the
-  deadline (or, for a call that never reached a tool, the stub registry's policy does). The
-  stop is reproduced; the tokens are; the wall time is the budget's.
-
-A model call that failed raises an exception of the recorded class; one cut off by the run's
-deadline raises the loop's own deadline signal. Replay drives the run as the run span says
-(``run`` or ``arun``, parallel calls or not); a parallel turn's results are in call order.
+How each recorded outcome is reproduced, and how exactly: ``_stubs.py``. Replay runs the agent
+through its own entries, ``run`` or ``arun`` as the run span says (``_AWAITING``: the one
+difference of drivers that changes what a run does), parallel calls or not; a parallel
+turn's results are in call order. A resumed run resumes the recorded pause, made again by a run
+machine (``_repaused``). ``Replay.play`` is the re-run with its spans (``Played``), as an
+evaluation grades it.
 """
 
 from __future__ import annotations
@@ -36,32 +19,28 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import re
-import time
-import uuid
-from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any
 
 from .._core import _names as N
 from .._traces._jaeger import JaegerClient, JaegerError
 from .._agent._loop import Agent
 from .._traces._otlp_json import OtlpJsonError, read_file
-from .._core._records import Completion, ToolCall, ToolOutcome, Usage, error_type
+from .._core._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
 from .._traces._recorded import TOOL_LISTS, RecordedCall, RecordedStep, Recording, ReplayError
 from .._traces._printable import printable
 from ._compare import describe_step, first_divergence
-from .._core._run import Run, canonical_arguments
+from .._core._run import Run, RunState
 from .._instrumentation._telemetry import tool_list_attributes
 from ._fake import FakeModel
-from .._core._checkpoint import Checkpoint, PendingCall, Spent
-from .._core._budget import Stop
-from .._core._deadline import DeadlineExceeded
-from .._core._tools import Ask, FatalToolError, Registry, Tool, ToolError, ask
+from ._played import Played, played
+from ._recorder import Recorder
+from ._stubs import after, replay_model, stub_registry
+from .._core._checkpoint import Checkpoint
+from .._core._decisions import Decision
+from .._core._machine import CallModel, Dispatch, Finish, RunMachine
+from .._core._tools import Ask, Registry, Tool, ask
 from .._traces._trace import SpanRecord, group_traces
-
-if TYPE_CHECKING:
-    from ._fake import ScriptItem
 
 __all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step", "steps_of",
            "tool_lists_of"]
@@ -125,16 +104,12 @@ class Replay:
     @property
     def model(self) -> FakeModel:
         """A fresh ``FakeModel`` playing the recorded turns (each run needs its own)."""
-
-        r = self.recording
-        return _ReplayModel([_turn(step) for step in r.steps], estimate_usage=False,
-                            model_name=r.request_model or "fake-model", late=_answered_late(r),
-                            max_seconds=r.budget.get("max_seconds") or 0)
+        return replay_model(self.recording)
 
     @property
     def registry(self) -> Registry:
         """Stub tools that give the recorded results, under the recorded names."""
-        return _stub_registry(self.recording)
+        return stub_registry(self.recording)
 
     def agent(self, registry: Registry | None = None, **options: Any) -> Agent:
         """An ``Agent`` with the recorded model turns, budget, system prompt and name, and the
@@ -147,21 +122,16 @@ class Replay:
         return Agent(self.model, self.registry if registry is None else registry, **options)
 
     def run(self, agent: Agent | None = None) -> Run:
-        """Run the recorded task (after the recorded history) with the driver the trace shows."""
-        agent = agent or self.agent()
-        if self.recording.resumed is not None:
-            return _resumed(agent, self.recording)
-        driver = self.recording.driver
-        if driver == "arun":
-            return asyncio.run(agent.arun(self.task, self.history))
-        if driver == "stream":
-            with agent.stream(self.task, self.history) as stream:
-                for _ in stream:
-                    pass
-            return stream.run
-        if driver == "astream":
-            return asyncio.run(_drained(agent.astream(self.task, self.history)))
-        return agent.run(self.task, self.history)
+        """Run the recorded task (after the recorded history) again, or resume a resumed run's
+        pause with the recorded decisions: ``agent`` (default: ``agent()``) as ``_rerun`` says."""
+        return _rerun(agent or self.agent(), self.recording)
+
+    def play(self, registry: Registry | None = None, **options: Any) -> Played:
+        """``run`` with its spans: the agent (``agent(registry, **options)``) reports to a
+        ``Recorder`` of its own, and ``Played`` holds the ``Run``, the spans and their ``view``
+        (the shape a grader reads, live or recorded)."""
+        recorder = Recorder()
+        return played(_rerun(self.agent(registry, **recorder.providers, **options), self.recording), recorder)
 
     # --- checking ----------------------------------------------------------------------
 
@@ -198,12 +168,24 @@ class Replay:
                                  f"recorded run did:\n" + "\n".join(problems))
 
 
-async def _drained(stream: Any) -> Run:
-    """The run of an ``astream``, every event read."""
-    async with stream:
-        async for _ in stream:
-            pass
-    return stream.run
+_AWAITING = frozenset({N.DRIVER_ARUN, N.DRIVER_ASTREAM})
+"""The drivers that await their calls: they cut a call off at the run's deadline and run a
+turn's calls side by side, which a driver in one thread (``run``, ``stream``) does not do."""
+
+
+def _rerun(agent: Agent, r: Recording) -> Run:
+    """The recorded run again, through the agent's own entries: ``run`` (``resume`` for a resumed
+    run), or ``arun`` (``aresume``) for a run whose driver awaited its calls (``_AWAITING``). That
+    is the one branch on the recorded driver, because there what a run does differs: only a
+    driver that awaits cuts a call off at the deadline and runs a turn's calls side by side,
+    and only ``run`` lets a model's late answer through (``_stubs._ReplayModel``). A streamed
+    run is the same run as one that was not (the per-stop equivalence tests hold every driver
+    to it), so it is replayed as one."""
+    awaits = r.driver in _AWAITING
+    if r.resumed is not None:
+        checkpoint, decisions = _repaused(agent, r)
+        return asyncio.run(agent.aresume(checkpoint, decisions)) if awaits else agent.resume(checkpoint, decisions)
+    return asyncio.run(agent.arun(r.task, r.history)) if awaits else agent.run(r.task, r.history)
 
 
 def _recording_file(path: Path) -> Recording | None:
@@ -219,157 +201,6 @@ def _recording_file(path: Path) -> Recording | None:
         return Recording.from_json(data)
     except (TypeError, ValueError, AttributeError) as exc:
         raise ReplayError(f"{path}: not a recording this version of tracedagent can read ({exc})") from None
-
-
-# --- the model's turns -------------------------------------------------------------------
-
-def _turn(step: RecordedStep) -> ScriptItem:
-    if step.error == N.ERROR_TIMEOUT:
-        return DeadlineExceeded()  # what ``arun`` raises when the deadline cuts a call off
-    if step.error is not None:
-        return _exception(step.error, Exception)("the model call failed (replayed from its trace)")
-    usage = Usage(**{k: v for k, v in step.usage.items() if k in Usage.__dataclass_fields__})
-    calls = [ToolCall(id=c.id, name=c.name, arguments={} if c.arguments is None else c.arguments) for c in step.calls]
-    return Completion(text=step.text or "", tool_calls=calls, usage=usage, model=step.model,
-                      finish_reason=step.finish_reason, response_id=step.response_id)
-
-
-def _answered_late(r: Recording) -> int | None:
-    """The turn whose answer came once the run's time was up, if one did: the run's last, it
-    stopped out of time, and none of the turn's calls was dispatched (no driver starts a call
-    once the time is up: ``RunState.may_start``)."""
-    last = r.steps[-1] if r.steps else None
-    if r.stop_reason != Stop.TIME_BUDGET.value or last is None or last.error is not None or not last.calls:
-        return None
-    return len(r.steps) - 1 if all(c.outcome is None for c in last.calls) else None
-
-
-class _ReplayModel(FakeModel):
-    """The recorded turns; under ``run``, the one answered once the time was up (``late``)
-    answers past the deadline again. (``arun`` cuts a late answer off at the deadline: such a
-    turn is a race it did not lose when recorded, which replay does not stage.)"""
-
-    def __init__(self, script: list[ScriptItem], *, late: int | None, max_seconds: float, **options: Any) -> None:
-        super().__init__(script, **options)
-        self._late = late
-        self._max_seconds = max_seconds
-
-    def complete(self, messages: Any, tools: Any = None, max_output_tokens: int | None = None,
-                 temperature: float | None = None) -> Completion:
-        if self.call_count == self._late:
-            time.sleep(self._max_seconds)
-        return super().complete(messages, tools, max_output_tokens, temperature)
-
-
-def _exception(name: str, base: type[Exception]) -> type[Exception]:
-    """An exception class whose name is the recorded ``error.type`` (``error_type`` reads it)."""
-    if name == base.__name__:
-        return base
-    cls = type(name if name.isidentifier() else "RecordedError", (base,), {})
-    cls.__qualname__ = name
-    return cls
-
-
-# --- the stub tools ----------------------------------------------------------------------
-
-_OWN_TIMEOUT = re.compile(r" timed out after (\d+(?:\.\d+)?) s$")
-
-
-_REFUSED_BEFORE_THE_TOOL = {ToolOutcome.DENIED.value, ToolOutcome.UNKNOWN_TOOL.value,
-                            ToolOutcome.INVALID_ARGUMENTS.value}
-
-
-_NOT_RUN = {ToolOutcome.DENIED.value, ToolOutcome.PENDING.value}
-"""Recorded calls no stub answers: the policy denied them, or they waited for a person."""
-
-
-def _stub_registry(recording: Recording) -> Registry:
-    stubs = recording.stubs
-    max_seconds = recording.budget.get("max_seconds") or 0
-    denied = {c.id: _after(c.result, "Denied: ") for c in stubs if c.outcome == ToolOutcome.DENIED.value}
-    # The call during which the time ran out may never have reached a tool: the policy, which
-    # sees every call first, waits past the deadline for it instead of a stub.
-    waits = {c.id for c in stubs if c.until_deadline and c.outcome in _REFUSED_BEFORE_THE_TOOL}
-
-    held = {c.id for c in stubs if c.outcome == ToolOutcome.PENDING.value}  # waited for a person's decision
-
-    def policy(call: ToolCall) -> str | Ask | None:
-        if call.id in waits:
-            time.sleep(max_seconds)  # under arun this holds up the event loop, as nothing else runs then
-        return ask("held for approval when recorded") if call.id in held else denied.get(call.id)
-
-    tools = [_stub(name, [c for c in stubs if c.name == name and c.outcome not in _NOT_RUN],
-                   max_seconds)
-             for name in recording.tool_names]
-    return Registry(tools, policy=policy if denied or waits or held else None)
-
-
-def _stub(name: str, calls: list[RecordedCall], max_seconds: float) -> Tool:
-    """A tool that answers each recorded call to ``name`` in turn (matched on its arguments)."""
-    queues: dict[str, deque[RecordedCall]] = {}
-    for call in calls:
-        queues.setdefault(canonical_arguments(_parsed(call.arguments)), deque()).append(call)
-
-    def next_call(arguments: dict[str, Any]) -> RecordedCall:
-        queue = queues.get(canonical_arguments(arguments))
-        if not queue:
-            raise ToolError(f"replay has no recorded result for {name} with these arguments")
-        return queue.popleft()
-
-    def answer(call: RecordedCall) -> Any:
-        text = call.result or ""
-        if call.outcome == ToolOutcome.FATAL.value:
-            raise _exception(call.error_type or "FatalToolError", FatalToolError)(_after(text, "Fatal error: "))
-        if call.outcome == ToolOutcome.TIMEOUT.value:
-            raise DeadlineExceeded  # what the registry raises when a tool's own timeout cuts it off
-        if call.outcome == ToolOutcome.ERROR.value:
-            kind = call.error_type or "ToolError"
-            if text == f"Error: {name} failed ({kind})":  # an unexpected exception: the class is all it showed
-                raise _exception(kind, Exception)()
-            raise _exception(kind, ToolError)(_after(text, "Error: "))
-        return text
-
-    fn: Callable[..., Any]
-    if any(call.until_deadline for call in calls):
-        async def fn(**arguments: Any) -> Any:
-            call = next_call(arguments)
-            if call.until_deadline:
-                await asyncio.sleep(max_seconds)  # past the deadline: arun cuts it off, run stops after it
-            return answer(call)
-    else:
-        def fn(**arguments: Any) -> Any:
-            return answer(next_call(arguments))
-
-    timeouts = [float(m.group(1)) for c in calls if (m := _OWN_TIMEOUT.search(c.result or ""))
-                and c.outcome == ToolOutcome.TIMEOUT.value]
-    return Tool(name=name, description=f"Replays the recorded results of {name}.", fn=fn,
-                parameters=_schema(calls), timeout=timeouts[0] if timeouts else None)
-
-
-def _schema(calls: list[RecordedCall]) -> dict[str, Any]:
-    """Any object - unless the original schema refused an object, which the stub refuses
-    too by accepting only the arguments the tool did accept."""
-    refused = [c for c in calls if c.outcome == ToolOutcome.INVALID_ARGUMENTS.value
-               and isinstance(_parsed(c.arguments), dict)]
-    if not refused:
-        return {"type": "object"}
-    accepted = [_parsed(c.arguments) for c in calls if c.outcome != ToolOutcome.INVALID_ARGUMENTS.value]
-    return {"type": "object", "enum": accepted}
-
-
-def _parsed(arguments: Any) -> Any:
-    """Arguments as the registry sees them once parsed (a raw JSON string decoded)."""
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments) if arguments.strip() else {}
-        except ValueError:
-            return arguments
-    return {} if arguments is None else arguments
-
-
-def _after(text: str | None, prefix: str) -> str:
-    text = text or ""
-    return text[len(prefix):] if text.startswith(prefix) else text
 
 
 # --- a Run in the same form ------------------------------------------------------------
@@ -394,22 +225,6 @@ def steps_of(run: Run) -> list[RecordedStep]:
     return steps
 
 
-def _resumed(agent: Agent, r: Recording) -> Run:
-    """A resumed run again: a checkpoint of the recorded conversation, its calls decided as recorded."""
-    info, system = r.resumed or {}, [{"role": "system", "content": r.system_prompt}] if r.system_prompt else []
-    calls = [RecordedCall(**c) for c in info.get("decided", [])]
-    checkpoint = Checkpoint(id=f"replay-{uuid.uuid4().hex}", agent=agent.name, tools=tuple(sorted(agent.registry.names)),
-                            budget=agent.budget, step_index=info.get("step_index", 0), messages=[*system, *r.history],
-                            spent=Spent(steps=info.get("step_index", 0) + 1, input_tokens=info.get("input_tokens", 0),
-                                        output_tokens=info.get("output_tokens", 0)),
-                            pending=tuple(PendingCall(id=c.id, name=c.name, arguments=c.arguments or {}, reason="recorded")
-                                          for c in calls))
-    decisions = {c.id: c.outcome != ToolOutcome.DENIED.value or _after(c.result, "Denied: ") for c in calls}
-    if r.driver == "arun":
-        return asyncio.run(agent.aresume(checkpoint, decisions))
-    return agent.resume(checkpoint, decisions)
-
-
 def tool_lists_of(run: Run) -> tuple[dict[str, list[str]], dict[str, int]]:
     """A ``Run``'s tool lists as its span holds them - bounded, with the full length of a list
     that was cut - in the form of ``Recording.tools`` and ``Recording.tool_counts``."""
@@ -422,3 +237,67 @@ def tool_lists_of(run: Run) -> tuple[dict[str, list[str]], dict[str, int]]:
 def _usage(usage: Any) -> dict[str, int]:
     counts = dataclasses.asdict(usage)
     return {k: v for k, v in counts.items() if v or k in ("input_tokens", "output_tokens")}
+
+
+# --- a resumed run's pause, made again ---------------------------------------------------
+
+class _Unobserved:
+    """The observer of a pause made again: no spans (the pause is the paused run's, in its own trace)."""
+
+    def step_started(self, index: int) -> None: ...
+    def step_ended(self, step: Any) -> None: ...
+    def run_ended(self, run: Run) -> None: ...
+    def run_failed(self, error: BaseException, used: Run) -> None: ...
+
+
+def _repaused(agent: Agent, r: Recording) -> tuple[Checkpoint, dict[str, Decision]]:
+    """The checkpoint of the pause a resumed run continued, and the decisions it was given. The
+    checkpoint is the one a run makes when it pauses (``RunState.pause``): a run machine of
+    ``agent``, its state the recorded conversation before the paused turn, is fed that turn
+    (the conversation's last model turn, carrying what the run had spent before), holds the
+    calls a person decided on, is given the results its other calls had shown, and pauses. The
+    turns before are in the paused run's own trace: this one goes on from the paused turn."""
+    info = r.resumed or {}
+    decided = [RecordedCall(**c) for c in info.get("decided", [])]
+    messages = [*([{"role": "system", "content": r.system_prompt}] if r.system_prompt else []), *r.history]
+    at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("tool_calls")), None)
+    if at is None:
+        raise ReplayError(f"the resumed run of {r.agent!r} (trace {r.trace_id}) shows no paused turn in its conversation")
+    shown = {m.get("tool_call_id"): m for m in messages[at + 1:]}
+    held = {c.id for c in decided}
+    state = RunState(agent.budget, [dict(m) for m in messages[:at]], agent=agent.name, tools=agent.registry.names)
+    state.first_step = info.get("step_index", 0)
+    machine = RunMachine(state, _holding(held, {c.name for c in decided}), _Unobserved())
+    action = machine.start()
+    if isinstance(action, CallModel):
+        action = machine.model_returned(_paused_turn(messages[at], info))
+    if isinstance(action, Dispatch):
+        action = machine.tools_done([ToolResult(c.id, c.name, str(shown[c.id].get("content", "")))
+                                     for c in action.calls if c.id in shown])
+    checkpoint = action.run.paused if isinstance(action, Finish) else None
+    if checkpoint is None:
+        raise ReplayError(f"the pause the run of {r.agent!r} (trace {r.trace_id}) resumed does not recur")
+    decisions: dict[str, Decision] = {c.id: c.outcome != ToolOutcome.DENIED.value or after(c.result, "Denied: ")
+                                      for c in decided}
+    return checkpoint, {call.id: decisions[call.id] for call in checkpoint.pending}
+
+
+def _holding(held: set[str], names: set[str]) -> Registry:
+    """What the machine asks which calls wait: the calls a person decided on, by id."""
+    def policy(call: ToolCall) -> Ask | None:
+        return ask("decided on when recorded") if call.id in held else None
+
+    return Registry([Tool(name=name, description="", fn=_unreached, parameters={"type": "object"}) for name in names],
+                    policy=policy)
+
+
+def _unreached(**arguments: Any) -> None:
+    raise AssertionError("a pause made again dispatches nothing")
+
+
+def _paused_turn(message: Message, info: dict[str, Any]) -> Completion:
+    """The paused model turn, from the conversation, with the tokens spent before the pause."""
+    calls = [ToolCall(id=str(c.get("id")), name=str(c.get("name")), arguments=c.get("arguments") or {})
+             for c in message.get("tool_calls") or ()]
+    return Completion(text=str(message.get("content") or ""), tool_calls=calls,
+                      usage=Usage(input_tokens=info.get("input_tokens", 0), output_tokens=info.get("output_tokens", 0)))
