@@ -1,11 +1,13 @@
-"""A worker process for the Temporal tests: ``python -m tests.stack.temporal_worker QUEUE SERVICE FILES``.
+"""A worker process for the Temporal tests: ``python -m tests.stack.temporal_worker QUEUE SERVICE FILES
+[ENDPOINT [batch]]``.
 
 It hosts one agent, ``durable``, whose model plays a script by step (the number of assistant
 turns it is sent), so that any worker picks up where another stopped, and whose ``record``
 tool appends ``N PID`` to FILES/effects before (while FILES/hang exists and N is 1) hanging:
 the test kills the worker inside that call. And ``payer``, whose ``refund`` tool requires
-approval (it appends ``AMOUNT PID`` to FILES/refunds). Spans go to the collector one by one (a
-SIGKILLed worker keeps no batch), under service SERVICE.
+approval (it appends ``AMOUNT PID`` to FILES/refunds). Spans go to the collector (or the OTLP/gRPC
+ENDPOINT given) one by one, under service SERVICE; with ``batch``, through the SDK's
+``BatchSpanProcessor`` with its defaults, as ``configure()`` exports them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from temporalio.client import Client
 
 from tracedagent import Agent, Completion, tool
@@ -40,6 +42,8 @@ class ByStep(FakeModel):
 
 def main() -> None:
     queue, service, files = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    endpoint = sys.argv[4] if len(sys.argv) > 4 else "http://127.0.0.1:4317"
+    processor = BatchSpanProcessor if sys.argv[5:] == ["batch"] else SimpleSpanProcessor
 
     @tool
     async def record(n: int) -> str:
@@ -51,7 +55,7 @@ def main() -> None:
         return f"recorded {n}"
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint="http://127.0.0.1:4317", insecure=True)))
+    provider.add_span_processor(processor(OTLPSpanExporter(endpoint=endpoint, insecure=True)))
     agent = Agent(ByStep(TURNS), [record], name="durable", tracer_provider=provider)
 
     @tool(requires_approval=True)

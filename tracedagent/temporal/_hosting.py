@@ -50,6 +50,11 @@ class ActivitySettings:
     grace: float = 5.0
     """Seconds an attempt has beyond its call's own limit (the tool's ``timeout``, the time
     budget), to cut the call itself and report it: the call's limit is the loop's decision."""
+    flush_timeout: float = 2.0
+    """Seconds an activity waits, at most, for the spans its call ended (chat, tool) to be
+    exported before it reports its result: once Temporal has recorded the activity complete, a
+    worker SIGKILLed with those spans still in its batch queue would lose them for good. A
+    collector out of reach costs each activity this much, never its result; 0 turns it off."""
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(initial_interval=timedelta(seconds=self.retry_interval), maximum_attempts=self.max_attempts)
@@ -76,6 +81,8 @@ class HostedAgent:
         self.model = InstrumentedModel(agent.model, calls)
         self.tools = InstrumentedRegistry(agent.registry, calls)
         self.schemas: list[dict[str, Any]] | None = agent.registry.schemas() or None
+        self.tracer_provider = telemetry.tracer_provider
+        """The agent's tracer provider (``None``: the global one), flushed after each activity."""
 
     def tool(self, name: str) -> Tool | None:
         return self.agent.registry.get(name)
