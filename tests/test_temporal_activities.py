@@ -1,6 +1,7 @@
 """tracedagent.temporal's activities without a server (Temporal's ``ActivityEnvironment``): an
 activity exports the spans its call ended before it returns, in bounded time, and a collector
-out of reach costs it that time, never its result."""
+out of reach costs it that time, never its result; a tool result too large for Temporal is the
+call's ``PayloadTooLarge`` error, and the limit is a setting."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import pytest
 pytest.importorskip("temporalio")  # the test group installs it: never skipped in CI
 
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
+from opentelemetry.sdk.trace.export import (BatchSpanProcessor, SimpleSpanProcessor, SpanExporter,  # noqa: E402
+                                            SpanExportResult)
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.trace import StatusCode  # noqa: E402
 from temporalio.testing import ActivityEnvironment  # noqa: E402
 
 from tracedagent import Agent, tool  # noqa: E402
+from tracedagent._core import _names as N  # noqa: E402
+from tracedagent._core._payloads import PayloadTooLarge, payload_size, too_large  # noqa: E402
 from tracedagent._instrumentation._telemetry import flush_spans  # noqa: E402
 from tracedagent.temporal import ActivitySettings  # noqa: E402
 from tracedagent.temporal._activities import tool_call  # noqa: E402
@@ -104,3 +109,60 @@ def test_flush_spans_is_bounded_and_never_raises():
     assert flush_spans(Broken(), 1.0) is True  # the failure is telemetry's, reported once, swallowed
     assert flush_spans(object(), 1.0) is False, "a provider that cannot flush: nothing to do"
     assert flush_spans(TracerProvider(), 0) is False, "0 turns it off"
+
+
+# --- Temporal's payload limit -----------------------------------------------------------------
+
+@tool
+def dump(size: int) -> str:
+    """A result of ``size`` characters."""
+    return "x" * size
+
+
+async def test_a_tool_result_too_large_for_temporal_is_the_calls_payload_too_large_error():
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = Agent(FakeModel(["done"]), [dump], name="dumper", tracer_provider=provider)
+    host("test", agent, ActivitySettings(max_payload=10_000))
+    try:
+        env = ActivityEnvironment()
+        big = await env.run(tool_call, {"agent": "dumper", "traceparent": {}, "seconds_left": None,
+                                        "call": {"id": "c1", "name": "dump", "arguments": {"size": 20_000}}})
+        small = await env.run(tool_call, {"agent": "dumper", "traceparent": {}, "seconds_left": None,
+                                          "call": {"id": "c2", "name": "dump", "arguments": {"size": 9_000}}})
+    finally:
+        unhost("test", "dumper")
+    assert (big["outcome"], big["error_type"]) == ("error", "PayloadTooLarge")
+    assert "PayloadTooLarge" in big["content"] and "10,000" in big["content"] and len(big["content"]) < 400
+    assert small["outcome"] == "ok" and len(small["content"]) == 9_000
+    first, second = exporter.get_finished_spans()
+    assert first.status.status_code is StatusCode.ERROR and first.attributes["error.type"] == "PayloadTooLarge"
+    assert first.attributes["tracedagent.tool.outcome"] == "error"
+    assert second.status.status_code is StatusCode.UNSET
+
+
+def test_the_payload_check_measures_what_temporals_json_converter_sends():
+    from temporalio.converter import JSONPlainPayloadConverter
+
+    data = {"messages": [{"role": "tool", "content": "é" * 1000 + "\n\"quoted\""}], "n": [1, 2.5, None, True]}
+    assert payload_size(data) == len(JSONPlainPayloadConverter().to_payload(data).data)
+    assert too_large(data, payload_size(data), "model request") is None
+    over = too_large(data, payload_size(data) - 1, "model request")
+    assert isinstance(over, PayloadTooLarge) and (over.what, over.size, over.limit) == (
+        "model request", payload_size(data), payload_size(data) - 1)
+
+
+def test_the_payload_limit_is_a_setting_2_mb_unless_the_environment_says_otherwise(monkeypatch):
+    monkeypatch.delenv(N.ENV_TEMPORAL_MAX_PAYLOAD, raising=False)
+    assert ActivitySettings().max_payload == N.DEFAULT_TEMPORAL_MAX_PAYLOAD == 2 * 1024 * 1024
+    monkeypatch.setenv(N.ENV_TEMPORAL_MAX_PAYLOAD, "4194304")
+    assert ActivitySettings().max_payload == 4 * 1024 * 1024
+    assert ActivitySettings(max_payload=1000).max_payload == 1000
+    for bad in ("2MB", "0", "-1"):
+        monkeypatch.setenv(N.ENV_TEMPORAL_MAX_PAYLOAD, bad)
+        with pytest.raises(ValueError, match=N.ENV_TEMPORAL_MAX_PAYLOAD):
+            ActivitySettings()
+    monkeypatch.delenv(N.ENV_TEMPORAL_MAX_PAYLOAD)
+    with pytest.raises(ValueError, match="max_payload"):
+        ActivitySettings(max_payload=0)

@@ -366,6 +366,11 @@ ENV_PROMETHEUS_URL = "TRACEDAGENT_PROMETHEUS_URL"
 DEFAULT_ALERTMANAGER_URL = "http://127.0.0.1:9093"
 ENV_ALERTMANAGER_URL = "TRACEDAGENT_ALERTMANAGER_URL"
 """Overrides ``DEFAULT_ALERTMANAGER_URL`` (``--alertmanager`` overrides both)."""
+ENV_TEMPORAL_MAX_PAYLOAD = "TRACEDAGENT_TEMPORAL_MAX_PAYLOAD"
+"""Bytes one payload a run's workflow or activity sends may have (``ActivitySettings.max_payload``
+when not given): the Temporal server's own limit, which is its configuration (``limit.blobSize.error``)."""
+DEFAULT_TEMPORAL_MAX_PAYLOAD = 2 * 1024 * 1024
+"""Temporal's default payload limit: 2 MB."""
 ENV_TEMPORAL_ADDRESS = "TRACEDAGENT_TEMPORAL_ADDRESS"
 """The Temporal frontend (``HOST:PORT``, gRPC) that ``tracedagent.temporal``'s workers and clients
 use; when it is set (or ``--temporal`` is given), ``tracedagent doctor`` checks it too."""

@@ -14,10 +14,11 @@ with the loop's own ``RunState`` and span scopes (the ``_core`` and ``_instrumen
 wings), as ``Agent.arun`` does.
 """
 
+from .._core._payloads import PayloadTooLarge
 from ._client import approve_on_temporal, result_of, run_on_temporal, start_on_temporal, waiting_on_temporal, worker
 from ._codec import RemoteError
 from ._hosting import ActivitySettings
 from ._workflow import AgentRun
 
-__all__ = ["ActivitySettings", "AgentRun", "RemoteError", "approve_on_temporal", "result_of", "run_on_temporal",
+__all__ = ["ActivitySettings", "AgentRun", "PayloadTooLarge", "RemoteError", "approve_on_temporal", "result_of", "run_on_temporal",
            "start_on_temporal", "waiting_on_temporal", "worker"]

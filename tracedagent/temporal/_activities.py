@@ -27,6 +27,8 @@ from temporalio import activity
 from .._core import _names as N
 from .._agent import _acalls
 from .._core._deadline import Deadline, DeadlineExceeded
+from .._core._payloads import payload_size, too_large_result
+from .._core._records import ToolResult
 from .._core._request import ModelRequest
 from .._instrumentation._spans import RUN_BUDGET
 from .._instrumentation._telemetry import flush_spans
@@ -70,6 +72,13 @@ async def _heartbeating(work: Awaitable[T]) -> T:
         beating.cancel()
 
 
+def _sendable(result: ToolResult, limit: int) -> ToolResult:
+    """The result, or its ``PayloadTooLarge`` error if Temporal would refuse it: checked before
+    the tool span ends, so the span says what the model is told."""
+    size = payload_size(result_to_data(result))
+    return result if size <= limit else too_large_result(result, size, limit)
+
+
 async def _exported(agent: HostedAgent, result: T) -> T:
     """``result``, once the spans ended so far are exported or ``flush_timeout`` has passed (off
     the event loop: other activities and heartbeats go on meanwhile)."""
@@ -107,7 +116,8 @@ async def tool_call(request: dict[str, Any]) -> dict[str, Any]:
     token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
     try:
         result = await _heartbeating(_acalls.dispatch(agent.tools, call_from_data(request["call"]),
-                                                      _deadline(request["seconds_left"])))
+                                                      _deadline(request["seconds_left"]),
+                                                      lambda result: _sendable(result, agent.settings.max_payload)))
     finally:
         otel_context.detach(token)
     return await _exported(agent, result_to_data(result))

@@ -33,10 +33,11 @@ __all__ = ["run_on_temporal", "start_on_temporal", "result_of", "worker", "appro
 
 
 def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
-           settings: ActivitySettings = ActivitySettings(), **worker_options: Any) -> Worker:
+           settings: ActivitySettings | None = None, **worker_options: Any) -> Worker:
     """A Temporal ``Worker`` that runs these agents' runs (the workflow and both activities) on
     ``task_queue``; ``async with worker(...):`` runs it. Every worker of a task queue must host
     the same agents. ``worker_options`` go to ``temporalio.worker.Worker``."""
+    settings = settings or ActivitySettings()  # made now: its payload limit reads the environment
     for agent in agents:
         host(task_queue, agent, settings)
     # The workflow's code runs in Temporal's sandbox; tracedagent and OpenTelemetry are passed

@@ -9,13 +9,14 @@ worker makes the same decisions only from the same definition.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from temporalio.common import RetryPolicy
 
 from .._agent._loop import Agent
+from .._core._payloads import max_payload_from_env
 from .._core._tools import Tool
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._instrumentation._telemetry import AgentTelemetry
@@ -55,6 +56,15 @@ class ActivitySettings:
     exported before it reports its result: once Temporal has recorded the activity complete, a
     worker SIGKILLed with those spans still in its batch queue would lose them for good. A
     collector out of reach costs each activity this much, never its result; 0 turns it off."""
+    max_payload: int = field(default_factory=max_payload_from_env)
+    """Bytes a tool result may be, as Temporal encodes it (the server's payload limit: 2 MB
+    unless it is configured otherwise; else ``TRACEDAGENT_TEMPORAL_MAX_PAYLOAD``). A larger one
+    is the call's ``error`` outcome, error type ``PayloadTooLarge``, checked before the activity
+    returns; the workflow checks each model request against it too."""
+
+    def __post_init__(self) -> None:
+        if type(self.max_payload) is not int or self.max_payload <= 0:
+            raise ValueError(f"max_payload must be a positive number of bytes, got {self.max_payload!r}")
 
     def retry_policy(self) -> RetryPolicy:
         return RetryPolicy(initial_interval=timedelta(seconds=self.retry_interval), maximum_attempts=self.max_attempts)
