@@ -18,7 +18,8 @@ from .._core._payloads import PayloadTooLarge
 from ._client import approve_on_temporal, result_of, run_on_temporal, start_on_temporal, waiting_on_temporal, worker
 from ._codec import RemoteError
 from ._hosting import ActivitySettings
+from ._search import SearchAttributesNotRegistered
 from ._workflow import AgentRun
 
-__all__ = ["ActivitySettings", "AgentRun", "PayloadTooLarge", "RemoteError", "approve_on_temporal", "result_of", "run_on_temporal",
+__all__ = ["ActivitySettings", "AgentRun", "PayloadTooLarge", "RemoteError", "SearchAttributesNotRegistered", "approve_on_temporal", "result_of", "run_on_temporal",
            "start_on_temporal", "waiting_on_temporal", "worker"]

@@ -82,9 +82,12 @@ class HostedAgent:
     """One agent as a worker runs it: the workflow's replay-safe telemetry, and the model and
     registry its activities call, instrumented with the attempt number."""
 
-    def __init__(self, agent: Agent, settings: ActivitySettings) -> None:
+    def __init__(self, agent: Agent, settings: ActivitySettings, search_attributes: bool = True) -> None:
         self.agent = agent
         self.settings = settings
+        self.search_attributes = search_attributes
+        """Whether its runs upsert the search attributes (``worker(search_attributes=...)``;
+        the worker checked they are registered)."""
         telemetry: AgentTelemetry = agent._telemetry  # the agent's own settings and providers
         self.workflow_telemetry = workflow_telemetry(telemetry)
         calls = activity_telemetry(telemetry)
@@ -102,9 +105,9 @@ _hosted: dict[tuple[str, str], HostedAgent] = {}
 _lock = threading.Lock()
 
 
-def host(task_queue: str, agent: Agent, settings: ActivitySettings) -> None:
+def host(task_queue: str, agent: Agent, settings: ActivitySettings, *, search_attributes: bool = True) -> None:
     with _lock:
-        _hosted[(task_queue, agent.name)] = HostedAgent(agent, settings)
+        _hosted[(task_queue, agent.name)] = HostedAgent(agent, settings, search_attributes)
 
 
 def unhost(task_queue: str, name: str) -> None:
