@@ -166,3 +166,26 @@ def test_the_payload_limit_is_a_setting_2_mb_unless_the_environment_says_otherwi
     monkeypatch.delenv(N.ENV_TEMPORAL_MAX_PAYLOAD)
     with pytest.raises(ValueError, match="max_payload"):
         ActivitySettings(max_payload=0)
+
+
+def test_the_workflow_runner_exports_an_activations_spans_before_its_completion_leaves():
+    from tracedagent.temporal._telemetry import WORKFLOW_TASK_FLUSH_LIMIT, FlushingRunner
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=60_000))
+
+    class Instance:
+        def activate(self, act):
+            provider.get_tracer("t").start_span(f"ended in {act}").end()  # as workflow code ends a step
+            return f"completion of {act}"
+
+    class Runner:
+        def create_instance(self, det):
+            return Instance()
+
+    runner = FlushingRunner(Runner(), lambda: [provider, provider], timeout=30)
+    assert runner.timeout == WORKFLOW_TASK_FLUSH_LIMIT, "bounded well below Temporal's 2 s deadlock detection"
+    assert runner.create_instance(None).activate("task 1") == "completion of task 1"
+    assert [s.name for s in exporter.get_finished_spans()] == ["ended in task 1"]
+    provider.shutdown()

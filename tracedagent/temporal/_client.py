@@ -26,8 +26,9 @@ from .._core._run import Run
 from .._version import __version__
 from ._activities import model_call, tool_call, traceparent
 from ._codec import budget_to_data, request_from_data, run_from_data
-from ._hosting import ActivitySettings, host
+from ._hosting import ActivitySettings, host, tracer_providers
 from ._search import CheckingWorker
+from ._telemetry import FlushingRunner
 from ._workflow import AgentRun
 
 __all__ = ["run_on_temporal", "start_on_temporal", "result_of", "worker", "approve_on_temporal", "waiting_on_temporal"]
@@ -49,7 +50,9 @@ def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPO
     # through (imported once, shared with the activities), which the determinism above needs.
     runner = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(
         "tracedagent", "opentelemetry"))
-    worker_options.setdefault("workflow_runner", runner)
+    # Around it, outside the sandbox: each workflow task's spans exported before Temporal records it.
+    worker_options["workflow_runner"] = FlushingRunner(worker_options.get("workflow_runner", runner),
+                                                       lambda: tracer_providers(task_queue), settings.flush_timeout)
     return CheckingWorker(client, check=search_attributes, task_queue=task_queue, workflows=[AgentRun],
                           activities=[model_call, tool_call], **worker_options)
 

@@ -22,7 +22,7 @@ from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegi
 from .._instrumentation._telemetry import AgentTelemetry
 from ._telemetry import activity_telemetry, workflow_telemetry
 
-__all__ = ["ActivitySettings", "HostedAgent", "host", "hosted", "is_hosted", "unhost"]
+__all__ = ["ActivitySettings", "HostedAgent", "host", "hosted", "is_hosted", "unhost", "tracer_providers"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,3 +124,9 @@ def hosted(task_queue: str, name: str) -> HostedAgent:
     if found is None:
         raise LookupError(f"no agent named {name!r} is hosted for task queue {task_queue!r} in this worker")
     return found
+
+
+def tracer_providers(task_queue: str) -> list[Any]:
+    """The tracer providers of the agents hosted for ``task_queue`` (``None`` for the global one)."""
+    with _lock:
+        return [agent.tracer_provider for (queue, _), agent in _hosted.items() if queue == task_queue]
