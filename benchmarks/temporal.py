@@ -56,13 +56,6 @@ def script(steps: int) -> list:
     return [Completion(tool_calls=[ToolCall(f"c{i}", "lookup", {"n": i})]) for i in range(steps - 1)] + ["done"]
 
 
-class ByStep(FakeModel):
-    """Plays the turn of the step the conversation is at, so any run and any worker can use it."""
-
-    def _take(self, messages, tools, max_output_tokens, temperature) -> int:  # type: ignore[override]
-        return sum(1 for m in messages if m["role"] == "assistant")
-
-
 @activity.defn(name="bare.model")
 async def bare_model(step: int) -> dict:
     return {"text": "", "tool_calls": [{"id": f"c{step}", "name": "lookup", "arguments": {"n": step}}]}
@@ -93,7 +86,7 @@ async def per_step(client: Client, steps: int, runs: int) -> tuple[float, float]
         "tracedagent", "opentelemetry", "__main__"))
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
-    agent = Agent(ByStep(script(steps)), [lookup], name="bench", tracer_provider=provider)
+    agent = Agent(FakeModel(script(steps), by_step=True), [lookup], name="bench", tracer_provider=provider)
     bare: list[float] = []
     traced: list[float] = []
     async with Worker(client, task_queue=queue, workflows=[BareRun], activities=[bare_model, bare_tool],
@@ -113,7 +106,7 @@ def serve(queue: str) -> None:
     """A worker process for the throughput figure: hosts the agent until killed."""
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
-    agent = Agent(ByStep(script(2)), [lookup], name="bench", tracer_provider=provider)
+    agent = Agent(FakeModel(script(2), by_step=True), [lookup], name="bench", tracer_provider=provider)
 
     async def main() -> None:
         client = await Client.connect(ADDRESS)

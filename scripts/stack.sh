@@ -60,6 +60,12 @@ OTELCOL_BIN="$BIN/otelcol-tracedagent-$OTELCOL_VERSION-$(sha256sum "$CONF/builde
 PROMETHEUS_BIN=/usr/bin/prometheus
 ALERTMANAGER_BIN=/usr/bin/prometheus-alertmanager
 TEMPORAL_BIN="$BIN/temporal-$TEMPORAL_CLI_VERSION"
+# tracedagent's search attributes (tracedagent/_core/_names.py, TEMPORAL_SEARCH_ATTRIBUTES), NAME=TYPE:
+# a tracedagent worker refuses to start on a namespace without them (docs/temporal.md).
+TEMPORAL_SEARCH_ATTRIBUTES=(TracedAgentName=Keyword TracedAgentTraceId=Keyword TracedAgentConversationId=Keyword
+                            TracedAgentStopReason=Keyword TracedAgentWaiting=Bool)
+TEMPORAL_SEARCH_FLAGS=()
+for pair in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do TEMPORAL_SEARCH_FLAGS+=(--search-attribute "$pair"); done
 
 SERVICES=(jaeger otelcol alertmanager prometheus temporal)   # start order; stopped in reverse
 
@@ -122,6 +128,7 @@ set_cmd() {
         --ip 127.0.0.1 --port 7233 --http-port 7243 --metrics-port 7235
         --headless                      # no web UI: nothing listens on 8233
         --db-filename "$DATA/temporal/temporal.sqlite"   # workflows survive a restart
+        "${TEMPORAL_SEARCH_FLAGS[@]}"  # registered in a new database (register_search_attributes: in any)
         --log-level warn)
       ;;
   esac
@@ -392,6 +399,15 @@ stop_service() {
   log "stopped $name (pid $pid)"
 }
 
+# start-dev's --search-attribute registers them only in a new database: a dev server whose SQLite
+# an older stack.sh made gets them here (`create` of one registered with the same type succeeds).
+register_search_attributes() {
+  local args=() pair
+  for pair in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--name "${pair%%=*}" --type "${pair#*=}"); done
+  "$TEMPORAL_BIN" operator search-attribute create --address 127.0.0.1:7233 "${args[@]}" >/dev/null ||
+    die "could not register tracedagent's search attributes on Temporal (log: $LOGS/temporal.log)"
+}
+
 cmd_up() {
   local start=$SECONDS
   cmd_build
@@ -405,6 +421,7 @@ cmd_up() {
     start_service "$name"
     wait_healthy "$name"
   done
+  register_search_attributes
   log "stack up in $((SECONDS - start)) s:"
   log "  OTLP gRPC 127.0.0.1:4317, OTLP HTTP 127.0.0.1:4318 (collector)"
   log "  Jaeger http://127.0.0.1:16686  Prometheus http://127.0.0.1:9090  Alertmanager http://127.0.0.1:9093"

@@ -413,3 +413,17 @@ def test_a_pip_install_is_told_tracedagent_stack_and_a_clone_make_stack_up(monke
     assert "docker compose up -d jaeger" in _endpoints.start_service("jaeger")
     assert "tracedagent stack tracedagent-stack && cd tracedagent-stack && docker compose up -d" in \
         _endpoints.start_the_stack()
+
+
+def test_with_temporal_named_the_doctor_shows_the_queries_that_find_runs_and_the_ui():
+    lines = _doctor.temporal_queries("127.0.0.1:7233")
+    text = "\n".join(lines)
+    assert "temporal workflow list --address 127.0.0.1:7233 --query 'TracedAgentWaiting=true'" in text
+    for name in N.TEMPORAL_SEARCH_ATTRIBUTES:
+        assert f"--query \"{name}=" in text or f"--query '{name}=" in text, name
+    assert "http://127.0.0.1:8233" in text
+    result = doctor("--otlp", f"http://127.0.0.1:{closed_port()}", "--timeout", "0.5", "--temporal",
+                    f"127.0.0.1:{closed_port()}")
+    assert "TracedAgentWaiting=true" in result.stdout
+    without = doctor("--otlp", f"http://127.0.0.1:{closed_port()}", "--timeout", "0.5")
+    assert "TracedAgentWaiting" not in without.stdout

@@ -1,11 +1,13 @@
-"""A worker process for the Temporal tests: ``python -m tests.stack.temporal_worker QUEUE SERVICE FILES``.
+"""A worker process for the Temporal tests: ``python -m tests.stack.temporal_worker QUEUE SERVICE FILES
+[ENDPOINT [batch]]``.
 
-It hosts one agent, ``durable``, whose model plays a script by step (the number of assistant
-turns it is sent), so that any worker picks up where another stopped, and whose ``record``
+It hosts one agent, ``durable``, whose model plays a script by step (``FakeModel(by_step=True)``: the
+number of assistant turns it is sent), so that any worker picks up where another stopped, and whose ``record``
 tool appends ``N PID`` to FILES/effects before (while FILES/hang exists and N is 1) hanging:
 the test kills the worker inside that call. And ``payer``, whose ``refund`` tool requires
-approval (it appends ``AMOUNT PID`` to FILES/refunds). Spans go to the collector one by one (a
-SIGKILLed worker keeps no batch), under service SERVICE.
+approval (it appends ``AMOUNT PID`` to FILES/refunds). Spans go to the collector (or the OTLP/gRPC
+ENDPOINT given) one by one, under service SERVICE; with ``batch``, through the SDK's
+``BatchSpanProcessor`` with its defaults, as ``configure()`` exports them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from temporalio.client import Client
 
 from tracedagent import Agent, Completion, tool
@@ -30,16 +32,10 @@ from tracedagent.testing import FakeModel, tool_call
 TURNS = [tool_call("record", {"n": 0}, id="c0"), tool_call("record", {"n": 1}, id="c1"), "done"]
 
 
-class ByStep(FakeModel):
-    """The turn for the step the conversation is at, whichever process plays it."""
-
-    def _take(self, messages, tools, max_output_tokens, temperature) -> int:  # type: ignore[override]
-        super()._take(messages, tools, max_output_tokens, temperature)
-        return sum(1 for m in messages if m["role"] == "assistant")
-
-
 def main() -> None:
     queue, service, files = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+    endpoint = sys.argv[4] if len(sys.argv) > 4 else "http://127.0.0.1:4317"
+    processor = BatchSpanProcessor if sys.argv[5:] == ["batch"] else SimpleSpanProcessor
 
     @tool
     async def record(n: int) -> str:
@@ -51,8 +47,8 @@ def main() -> None:
         return f"recorded {n}"
 
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint="http://127.0.0.1:4317", insecure=True)))
-    agent = Agent(ByStep(TURNS), [record], name="durable", tracer_provider=provider)
+    provider.add_span_processor(processor(OTLPSpanExporter(endpoint=endpoint, insecure=True)))
+    agent = Agent(FakeModel(TURNS, by_step=True), [record], name="durable", tracer_provider=provider)
 
     @tool(requires_approval=True)
     async def refund(amount: int) -> str:
@@ -61,8 +57,8 @@ def main() -> None:
             f.write(f"{amount} {os.getpid()}\n")
         return f"refunded {amount}"
 
-    payer = Agent(ByStep([tool_call("refund", {"amount": 30}, id="r1"), "done"]), [refund], name="payer",
-                  tracer_provider=provider)
+    payer = Agent(FakeModel([tool_call("refund", {"amount": 30}, id="r1"), "done"], by_step=True), [refund],
+                  name="payer", tracer_provider=provider)
 
     async def serve() -> None:
         client = await Client.connect(os.environ.get("TRACEDAGENT_TEMPORAL_ADDRESS", "127.0.0.1:7233"))

@@ -29,10 +29,10 @@ from tracedagent.temporal import result_of, run_on_temporal, start_on_temporal  
 
 
 class Worker:
-    def __init__(self, queue: str, service: str, files: Path) -> None:
+    def __init__(self, queue: str, service: str, files: Path, *options: str) -> None:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         self.process = subprocess.Popen([sys.executable, "-m", "tests.stack.temporal_worker", queue, service,
-                                         str(files)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+                                         str(files), *options], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
         assert self.process.stdout.readline().strip() == "ready"
 
     def stop(self) -> None:
@@ -49,8 +49,8 @@ class Worker:
 def workers(tmp_path):
     started: list[Worker] = []
 
-    def start(queue: str, service: str) -> Worker:
-        started.append(Worker(queue, service, tmp_path))
+    def start(queue: str, service: str, *options: str) -> Worker:
+        started.append(Worker(queue, service, tmp_path, *options))
         return started[-1]
 
     yield start

@@ -32,14 +32,18 @@ asked for while the task was not awaiting anything is seen without a trip round 
 loop; on 3.10 only ``await asyncio.sleep(0)`` delivers it."""
 
 
-async def dispatch(tools: InstrumentedRegistry, call: ToolCall, deadline: Deadline | None) -> ToolResult:
+async def dispatch(tools: InstrumentedRegistry, call: ToolCall, deadline: Deadline | None,
+                   check: Callable[[ToolResult], ToolResult] | None = None) -> ToolResult:
     """One call inside its ``execute_tool`` span; if the run's ``deadline`` cuts it off, its
-    result says so (``RunState.cut_off``)."""
+    result says so (``RunState.cut_off``). ``check`` has a last say on the result before the
+    span ends with it (a Temporal activity's: a result too large to send is an error)."""
     with tools.span(call) as scope:
         try:
             result = await awaited(tools.wrapped.deadline_for(call, deadline), tools.wrapped.adispatch(call))
         except DeadlineExceeded:
             result = RunState.cut_off(call)
+        if check is not None:
+            result = check(result)
         scope.end(result)
     return result
 

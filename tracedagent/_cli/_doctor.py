@@ -55,7 +55,7 @@ from .._export._endpoints import (TLS_ADVICE, ExportTarget, export_target, metri
 from .._export._probe import Answer, Failure, ask, http_failure
 from .._core._secrets import redact
 
-__all__ = ["Check", "Outcome", "plan", "run", "table"]
+__all__ = ["Check", "Outcome", "plan", "run", "table", "temporal_queries"]
 
 _COMPOSE_SERVICE = {"collector": "otel-collector", "jaeger": "jaeger", "prometheus": "prometheus",
                     "alertmanager": "alertmanager", "temporal": "temporal"}
@@ -206,6 +206,25 @@ def table(checks: Sequence[Check], outcomes: Sequence[Outcome]) -> Table:
             details.append("\n" + (outcome.hint or check.start_hint), style="yellow")
         result.add_row(Text(check.name), Text(check.shown_url), status, details)  # Text, not markup: URLs hold "["
     return result
+
+
+def temporal_queries(address: str) -> list[str]:
+    """What an operator asks Temporal at ``address`` about runs, with tracedagent's search
+    attributes (``TEMPORAL_SEARCH_ATTRIBUTES``): the CLI's queries, each with what it finds, and
+    where the Temporal UI is (which takes the same queries)."""
+    listing = f"temporal workflow list --address {address} --query"
+    queries = [(f"'{N.TEMPORAL_SEARCH_WAITING}=true'", "runs waiting for a person (approve_on_temporal)"),
+               (f"\"{N.TEMPORAL_SEARCH_AGENT}='support'\"", "one agent's runs"),
+               (f"\"{N.TEMPORAL_SEARCH_TRACE_ID}='TRACE_ID'\"", "the run of a trace (Run.trace_id)"),
+               (f"\"{N.TEMPORAL_SEARCH_CONVERSATION_ID}='CONVERSATION_ID'\"", "a conversation's runs"),
+               (f"\"{N.TEMPORAL_SEARCH_STOP_REASON}='budget_exhausted'\"", "runs that ended on a stop reason")]
+    host, _, port = address.rpartition(":")
+    ui = f"http://{host}:{int(port) + 1000}" if port.isdigit() else "its web UI"
+    return ([f"Runs on Temporal, found by tracedagent's search attributes ({', '.join(N.TEMPORAL_SEARCH_ATTRIBUTES)}; "
+             "a worker checks at start that the namespace has them):"]
+            + [f"  {listing} {query}   # {what}" for query, what in queries]
+            + [f"The Temporal UI takes the same queries: {ui} for `temporal server start-dev` without --headless "
+               "(the stack's runs headless), or your cluster's or Temporal Cloud's UI."])
 
 
 # --- the probes --------------------------------------------------------------------------

@@ -403,6 +403,9 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
     outcomes = _doctor.run(checks, timeout=timeout)
     seconds = time.perf_counter() - started
     _console.print(_doctor.table(checks, outcomes))
+    if temporal:
+        for line in _doctor.temporal_queries(temporal):
+            _console.print(line, markup=False, highlight=False, soft_wrap=True)
     down = sum(not outcome.reachable for outcome in outcomes)
     if not down:
         _say(f"All {len(checks)} endpoints are reachable ({seconds:.1f} s).")

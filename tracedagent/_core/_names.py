@@ -179,6 +179,23 @@ TEMPORAL_DECIDE_UPDATE = "tracedagent.decide"
 """The workflow's update carrying a person's decisions on the calls its run waits for."""
 TEMPORAL_WAITING_QUERY = "tracedagent.waiting"
 """The workflow's query: the calls its run waits for a decision on (empty when none)."""
+# Temporal search attributes (docs/temporal.md, "The operator's view"): a run's facts where
+# `temporal workflow list --query` and the Temporal UI find them, with no worker up. Registered
+# on the namespace before a worker starts (scripts/stack.sh does it for the dev server).
+TEMPORAL_SEARCH_AGENT = "TracedAgentName"
+"""Keyword: the agent's name (``gen_ai.agent.name``)."""
+TEMPORAL_SEARCH_TRACE_ID = "TracedAgentTraceId"
+"""Keyword: the run's trace id (``Run.trace_id``, 32 hex digits): from a trace to its workflow."""
+TEMPORAL_SEARCH_CONVERSATION_ID = "TracedAgentConversationId"
+"""Keyword: the run's conversation id (``gen_ai.conversation.id``), when it has one."""
+TEMPORAL_SEARCH_STOP_REASON = "TracedAgentStopReason"
+"""Keyword: why the run ended (``tracedagent.stop_reason``), once it has."""
+TEMPORAL_SEARCH_WAITING = "TracedAgentWaiting"
+"""Bool: the run waits for a person's decisions (``approve_on_temporal``)."""
+TEMPORAL_SEARCH_ATTRIBUTES = {TEMPORAL_SEARCH_AGENT: "Keyword", TEMPORAL_SEARCH_TRACE_ID: "Keyword",
+                              TEMPORAL_SEARCH_CONVERSATION_ID: "Keyword", TEMPORAL_SEARCH_STOP_REASON: "Keyword",
+                              TEMPORAL_SEARCH_WAITING: "Bool"}
+"""Each search attribute and its Temporal type, as ``--search-attribute NAME=TYPE`` registers it."""
 STEP_INDEX = "tracedagent.step.index"
 STEP_INPUT_TOKENS = "tracedagent.step.input_tokens"
 STEP_OUTPUT_TOKENS = "tracedagent.step.output_tokens"
@@ -381,6 +398,11 @@ ENV_PROMETHEUS_URL = "TRACEDAGENT_PROMETHEUS_URL"
 DEFAULT_ALERTMANAGER_URL = "http://127.0.0.1:9093"
 ENV_ALERTMANAGER_URL = "TRACEDAGENT_ALERTMANAGER_URL"
 """Overrides ``DEFAULT_ALERTMANAGER_URL`` (``--alertmanager`` overrides both)."""
+ENV_TEMPORAL_MAX_PAYLOAD = "TRACEDAGENT_TEMPORAL_MAX_PAYLOAD"
+"""Bytes one payload a run's workflow or activity sends may have (``ActivitySettings.max_payload``
+when not given): the Temporal server's own limit, which is its configuration (``limit.blobSize.error``)."""
+DEFAULT_TEMPORAL_MAX_PAYLOAD = 2 * 1024 * 1024
+"""Temporal's default payload limit: 2 MB."""
 ENV_TEMPORAL_ADDRESS = "TRACEDAGENT_TEMPORAL_ADDRESS"
 """The Temporal frontend (``HOST:PORT``, gRPC) that ``tracedagent.temporal``'s workers and clients
 use; when it is set (or ``--temporal`` is given), ``tracedagent doctor`` checks it too."""

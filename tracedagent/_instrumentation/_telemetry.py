@@ -18,6 +18,7 @@ import contextlib
 import contextvars
 import logging
 import os
+import threading
 import uuid
 from typing import Any, Callable, Iterator
 
@@ -30,7 +31,7 @@ from .._core._request import Model
 from .._version import __version__
 
 __all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "ending_elsewhere", "ending_elsewhere_now", "bounded",
-           "tool_list_attributes", "default_agent_id"]
+           "tool_list_attributes", "default_agent_id", "flush_spans"]
 
 _log = logging.getLogger("tracedagent")
 _reported: set[tuple[str, str]] = set()
@@ -83,6 +84,33 @@ class guard:
             report(self.doing, exc)
             return True
         return False
+
+
+def flush_spans(provider: trace.TracerProvider | None, timeout: float) -> bool:
+    """Export the spans ``provider`` (else the global provider) has ended, waiting at most
+    ``timeout`` seconds; whether they went in time. Nothing happens with a provider that
+    cannot flush (the API's no-op and proxy providers).
+
+    A Temporal worker calls it before an activity reports its result: once Temporal has
+    recorded the activity complete, nothing calls it again, so spans still queued in a
+    worker that is then SIGKILLed would be lost for good. The SDK's ``force_flush`` ignores
+    its timeout (each queued batch is exported, each export retried for the exporter's own
+    timeout, when the collector is down), so it runs on a daemon thread waited for at most
+    ``timeout``: a collector out of reach costs that much time, never the caller's result."""
+    flush = getattr(provider if provider is not None else trace.get_tracer_provider(), "force_flush", None)
+    if flush is None or timeout <= 0:
+        return False
+    done = threading.Event()
+
+    def run() -> None:
+        with guard("flushing spans"):
+            flush(max(1, int(timeout * 1000)))
+        done.set()
+
+    with guard("flushing spans"):
+        threading.Thread(target=run, name="tracedagent-span-flush", daemon=True).start()
+        return done.wait(timeout)
+    return False
 
 
 def _content_limit_from_env() -> int:
@@ -223,6 +251,8 @@ class AgentTelemetry:
         self.cost_labels: dict[str, Any] = {N.GEN_AI_AGENT_NAME: agent_name, **model_attributes}
         self._tool_parts: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
 
+        self.tracer_provider = tracer_provider
+        """The provider given, else ``None``: the global one, looked up when flushing (``flush_spans``)."""
         self.tracer: trace.Tracer = trace.NoOpTracer()
         with guard("getting a tracer"):
             self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)

@@ -54,13 +54,19 @@ class FakeModel:
     piece at a time: the text in chunks of ``chunk_size`` characters, each after
     ``chunk_delay`` seconds, then the turn's tool calls whole, then a ``TurnEnd`` with the
     usage; the chunks add up to the turn ``complete`` returns.
+
+    ``by_step=True`` plays the turn for the conversation's step instead of the next one in this
+    object: the number of assistant turns in the messages it is sent (a history's included).
+    A durable run's model calls go to whichever worker polls first, each with its own copy of
+    the model, and a call is made again when its worker dies: only the conversation says which
+    turn is due (docs/temporal.md, "Testing").
     """
 
     provider_name = "fake"
 
     def __init__(self, script: Iterable[ScriptItem], *, model_name: str = "fake-model",
                  latency: float = 0.0, estimate_usage: bool = True, chunk_size: int = 4,
-                 chunk_delay: float = 0.0) -> None:
+                 chunk_delay: float = 0.0, by_step: bool = False) -> None:
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
         self.script = list(script)
@@ -71,6 +77,8 @@ class FakeModel:
         self.estimate_usage = estimate_usage
         """``False`` plays each turn's usage as scripted, zero included (replay does: a
         provider that reported no tokens reported none)."""
+        self.by_step = by_step
+        """Play the turn the conversation is at (its assistant turns counted), not the next one."""
         self.model_name = model_name
         self.latency = latency
         self.calls: list[dict[str, Any]] = []
@@ -144,13 +152,16 @@ class FakeModel:
         with self._lock:
             self.calls.append({"messages": [dict(m) for m in messages], "tools": tools,
                                "max_output_tokens": max_output_tokens, "temperature": temperature})
+            if self.by_step:
+                return sum(1 for m in messages if m.get("role") == "assistant")
             return len(self.calls) - 1
 
     def _play(self, index: int, request: ModelRequest) -> Completion:
         """Turn ``index`` of the script: raised, or returned with estimated usage."""
         if index >= len(self.script):
-            raise ScriptExhausted(f"FakeModel was called {index + 1} times but its script has "
-                                  f"{len(self.script)} turns")
+            asked = (f"was asked for turn {index + 1} (the conversation's assistant turns plus one)" if self.by_step
+                     else f"was called {index + 1} times")
+            raise ScriptExhausted(f"FakeModel {asked} but its script has {len(self.script)} turns")
         item = self.script[index]
         if isinstance(item, BaseException):
             raise item

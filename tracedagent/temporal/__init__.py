@@ -14,10 +14,12 @@ pump of the run machine (``_core/_machine.py``), as ``Agent.arun`` is, its run s
 machine's observer (``_instrumentation``): every decision is the machine's (``_pump.py``).
 """
 
+from .._core._payloads import PayloadTooLarge
 from ._client import approve_on_temporal, result_of, run_on_temporal, start_on_temporal, waiting_on_temporal, worker
 from ._codec import RemoteError
 from ._hosting import ActivitySettings
+from ._search import SearchAttributesNotRegistered
 from ._workflow import AgentRun
 
-__all__ = ["ActivitySettings", "AgentRun", "RemoteError", "approve_on_temporal", "result_of", "run_on_temporal",
+__all__ = ["ActivitySettings", "AgentRun", "PayloadTooLarge", "RemoteError", "SearchAttributesNotRegistered", "approve_on_temporal", "result_of", "run_on_temporal",
            "start_on_temporal", "waiting_on_temporal", "worker"]

@@ -9,6 +9,10 @@ deadline, so the call is cut as ``arun`` cuts it.
 Neither raises for what a model or a tool does: a model's exception comes back as data and
 the loop stops on it (``model_error``), as in ``run``; a tool's is its result. An activity
 fails only as an attempt (its worker died, it stopped heartbeating), and is then retried.
+
+Each exports the spans its call ended before it returns (``_exported``, at most
+``ActivitySettings.flush_timeout``): Temporal records an activity complete once, so a worker
+killed after that with the spans still queued would lose them, and no retry makes them again.
 """
 
 from __future__ import annotations
@@ -23,10 +27,13 @@ from temporalio import activity
 from .._core import _names as N
 from .._agent import _acalls
 from .._core._deadline import Deadline, DeadlineExceeded
+from .._core._payloads import payload_size, too_large_result
+from .._core._records import ToolResult
 from .._core._request import ModelRequest
 from .._instrumentation._spans import RUN_BUDGET
+from .._instrumentation._telemetry import flush_spans
 from ._codec import budget_from_data, call_from_data, completion_to_data, error_to_data, result_to_data
-from ._hosting import hosted
+from ._hosting import HostedAgent, hosted
 
 __all__ = ["model_call", "tool_call", "traceparent", "PROPAGATOR"]
 
@@ -65,6 +72,20 @@ async def _heartbeating(work: Awaitable[T]) -> T:
         beating.cancel()
 
 
+def _sendable(result: ToolResult, limit: int) -> ToolResult:
+    """The result, or its ``PayloadTooLarge`` error if Temporal would refuse it: checked before
+    the tool span ends, so the span says what the model is told."""
+    size = payload_size(result_to_data(result))
+    return result if size <= limit else too_large_result(result, size, limit)
+
+
+async def _exported(agent: HostedAgent, result: T) -> T:
+    """``result``, once the spans ended so far are exported or ``flush_timeout`` has passed (off
+    the event loop: other activities and heartbeats go on meanwhile)."""
+    await asyncio.to_thread(flush_spans, agent.tracer_provider, agent.settings.flush_timeout)
+    return result
+
+
 @activity.defn(name=N.TEMPORAL_MODEL_ACTIVITY)
 async def model_call(request: dict[str, Any]) -> dict[str, Any]:
     """``{"completion": ...}``, ``{"error": {"type", "message"}}``, or ``{"cut": true}`` when
@@ -80,12 +101,12 @@ async def model_call(request: dict[str, Any]) -> dict[str, Any]:
                              timeout=None if deadline is None else deadline.left())
         completion = await _heartbeating(agent.model.acomplete(asked, deadline=deadline))
     except DeadlineExceeded:
-        return {"cut": True}
+        return await _exported(agent, {"cut": True})
     except Exception as exc:  # the model's failure: the loop's to act on, not a retry
-        return {"error": error_to_data(exc)}
+        return await _exported(agent, {"error": error_to_data(exc)})
     finally:
         otel_context.detach(token)
-    return {"completion": completion_to_data(completion)}
+    return await _exported(agent, {"completion": completion_to_data(completion)})
 
 
 @activity.defn(name=N.TEMPORAL_TOOL_ACTIVITY)
@@ -95,7 +116,8 @@ async def tool_call(request: dict[str, Any]) -> dict[str, Any]:
     token = otel_context.attach(PROPAGATOR.extract(request["traceparent"]))
     try:
         result = await _heartbeating(_acalls.dispatch(agent.tools, call_from_data(request["call"]),
-                                                      _deadline(request["seconds_left"])))
+                                                      _deadline(request["seconds_left"]),
+                                                      lambda result: _sendable(result, agent.settings.max_payload)))
     finally:
         otel_context.detach(token)
-    return result_to_data(result)
+    return await _exported(agent, result_to_data(result))

@@ -27,26 +27,35 @@ from .._core._run import Run
 from .._version import __version__
 from ._activities import model_call, tool_call, traceparent
 from ._codec import budget_to_data, request_from_data, run_from_data
-from ._hosting import ActivitySettings, host
+from ._hosting import ActivitySettings, host, tracer_providers
+from ._search import CheckingWorker
+from ._telemetry import FlushingRunner
 from ._workflow import AgentRun
 
 __all__ = ["run_on_temporal", "start_on_temporal", "result_of", "worker", "approve_on_temporal", "waiting_on_temporal"]
 
 
 def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
-           settings: ActivitySettings = ActivitySettings(), **worker_options: Any) -> Worker:
+           settings: ActivitySettings | None = None, search_attributes: bool = True,
+           **worker_options: Any) -> Worker:
     """A Temporal ``Worker`` that runs these agents' runs (the workflow and both activities) on
     ``task_queue``; ``async with worker(...):`` runs it. Every worker of a task queue must host
-    the same agents. ``worker_options`` go to ``temporalio.worker.Worker``."""
+    the same agents, with the same ``search_attributes``: with it, the worker checks before it
+    polls that the namespace has registered tracedagent's search attributes
+    (``SearchAttributesNotRegistered`` otherwise) and its runs upsert them. ``worker_options`` go
+    to ``temporalio.worker.Worker``."""
+    settings = settings or ActivitySettings()  # made now: its payload limit reads the environment
     for agent in agents:
-        host(task_queue, agent, settings)
+        host(task_queue, agent, settings, search_attributes=search_attributes)
     # The workflow's code runs in Temporal's sandbox; tracedagent and OpenTelemetry are passed
     # through (imported once, shared with the activities), which the determinism above needs.
     runner = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(
         "tracedagent", "opentelemetry"))
-    worker_options.setdefault("workflow_runner", runner)
-    return Worker(client, task_queue=task_queue, workflows=[AgentRun], activities=[model_call, tool_call],
-                  **worker_options)
+    # Around it, outside the sandbox: each workflow task's spans exported before Temporal records it.
+    worker_options["workflow_runner"] = FlushingRunner(worker_options.get("workflow_runner", runner),
+                                                       lambda: tracer_providers(task_queue), settings.flush_timeout)
+    return CheckingWorker(client, check=search_attributes, task_queue=task_queue, workflows=[AgentRun],
+                          activities=[model_call, tool_call], **worker_options)
 
 
 def _request(agent: str, task: str, history: Sequence[Message] | None, budget: Budget | None,

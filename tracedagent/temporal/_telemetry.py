@@ -19,23 +19,34 @@ without the SDK (a no-op tracer) there is nothing to emit twice anyway.
 
 Activities run once per attempt, live: their chat and tool spans are the agent's own, with
 the attempt number added (``ActivityTracer``), so a retried call shows as attempt 2.
+
+A span ended in a workflow task is ended once: a worker killed after Temporal recorded the
+task, with the span still in its batch queue, loses it for good (the replay on the next worker
+does not end it again). Workflow code may do no I/O, so the worker does it around the workflow
+code, outside the sandbox (``FlushingRunner``): each activation's spans are exported before its
+completion goes to Temporal.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Callable, Iterable, Sequence
 
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext, SpanKind
 from temporalio import activity, workflow
+from temporalio.worker import WorkflowInstance, WorkflowInstanceDetails, WorkflowRunner
 # Private (not re-exported in 1.35): pyproject.toml bounds temporalio below 1.36 for it.
 from temporalio.contrib.opentelemetry._id_generator import TemporalIdGenerator
 
 from .._core import _names as N
-from .._instrumentation._telemetry import AgentTelemetry
+from .._instrumentation._telemetry import AgentTelemetry, flush_spans
 
-__all__ = ["workflow_telemetry", "activity_telemetry"]
+__all__ = ["workflow_telemetry", "activity_telemetry", "FlushingRunner", "WORKFLOW_TASK_FLUSH_LIMIT"]
+
+WORKFLOW_TASK_FLUSH_LIMIT = 0.5
+"""Seconds, at most, a workflow activation waits for its spans to be exported: the activation is
+timed by Temporal's deadlock detection (2 s), so this stays well below it."""
 
 _INSTRUMENTS = ("run_counter", "tool_call_counter", "cost_counter", "steps_histogram", "token_histogram",
                 "duration_histogram", "approval_wait_histogram", "decision_counter")
@@ -156,3 +167,58 @@ def activity_telemetry(telemetry: AgentTelemetry) -> AgentTelemetry:
     tagged = copy.copy(telemetry)
     tagged.tracer = ActivityTracer(telemetry.tracer)  # type: ignore[assignment]
     return tagged
+
+
+class FlushingRunner(WorkflowRunner):
+    """The worker's workflow runner, exporting the spans each activation ended before the worker
+    sends its completion to Temporal: in the worker's thread, outside the sandbox, for at most
+    ``timeout`` seconds (a collector out of reach costs each workflow task that, never the task)."""
+
+    def __init__(self, runner: WorkflowRunner, providers: Callable[[], Iterable[Any]], timeout: float) -> None:
+        self._runner = runner
+        self._providers = providers
+        """The tracer providers of the agents hosted on the worker's task queue (``None``: the global one)."""
+        self.timeout = min(timeout, WORKFLOW_TASK_FLUSH_LIMIT)
+
+    def prepare_workflow(self, defn: Any) -> None:
+        self._runner.prepare_workflow(defn)
+
+    def set_worker_level_failure_exception_types(self, types: Sequence[type[BaseException]]) -> None:
+        self._runner.set_worker_level_failure_exception_types(types)
+
+    def create_instance(self, det: WorkflowInstanceDetails) -> WorkflowInstance:
+        return _FlushingInstance(self._runner.create_instance(det), self)
+
+    def flush(self) -> None:
+        if self.timeout <= 0:
+            return
+        seen: dict[int, Any] = {}
+        for provider in self._providers():
+            seen.setdefault(id(provider), provider)
+        for provider in seen.values():
+            flush_spans(provider, self.timeout)
+
+
+class _FlushingInstance(WorkflowInstance):
+    """A workflow instance whose every activation ends with its spans exported."""
+
+    def __init__(self, instance: WorkflowInstance, runner: FlushingRunner) -> None:
+        self._instance = instance
+        self._runner = runner
+
+    def activate(self, act: Any) -> Any:
+        completion = self._instance.activate(act)
+        self._runner.flush()
+        return completion
+
+    def get_info(self) -> Any:
+        return self._instance.get_info()
+
+    def get_thread_id(self) -> int | None:
+        return self._instance.get_thread_id()
+
+    def get_serialization_context(self, command_info: Any) -> Any:
+        return self._instance.get_serialization_context(command_info)
+
+    def get_external_store_context(self, command_info: Any) -> Any:
+        return self._instance.get_external_store_context(command_info)
