@@ -51,7 +51,7 @@ def read_signature(fn: Callable[..., Any], arg_docs: dict[str, str]) -> tuple[di
         prop = type_schema(hint) if _plain(hint) else dict(shown["properties"][p.name])
         if p.name in arg_docs and "description" not in prop:
             prop["description"] = arg_docs[p.name]
-        if p.default is not p.empty and (default := _shown_default(p.default)) is not _NOTHING:
+        if p.default is not p.empty and (default := _shown_default(p.default, _plain(hint))) is not _NOTHING:
             prop["default"] = default
         properties[p.name] = prop
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
@@ -170,10 +170,13 @@ def _readable(hint: Any) -> Any:
     return hint
 
 
-def _shown_default(default: Any) -> Any:
-    """A parameter's default as the schema shows it (an Enum member as its value), if JSON has it."""
+def _shown_default(default: Any, plain: bool) -> Any:
+    """A parameter's default as the schema shows it: a JSON scalar as it is (and for a plain
+    type, only that, as before pydantic); an Enum member as its value, a model as its JSON."""
     if default is None or isinstance(default, (str, int, float, bool)):
         return default
+    if plain:
+        return _NOTHING
     try:
         return to_jsonable_python(default)
     except Exception:  # a default JSON cannot show is just not shown
