@@ -20,13 +20,15 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tracedagent"
 LAYERS: dict[str, set[str]] = {
     # wing: the wings it may import (besides itself)
     "_core": set(),
+    # Python types checked by pydantic (tool arguments, typed output): the core sees protocols.
+    "_typed": {"_core"},
     "_instrumentation": {"_core"},
-    "_agent": {"_core", "_instrumentation"},
+    "_agent": {"_core", "_typed", "_instrumentation"},
     "_export": {"_core"},
     "_traces": {"_core", "_instrumentation", "_export"},
-    "_testing": {"_core", "_instrumentation", "_agent", "_export", "_traces"},
+    "_testing": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces"},
     # The CLI runs `tracedagent demo --local-model` and `tracedagent local check` through OpenAIChatModel.
-    "_cli": {"_core", "_instrumentation", "_agent", "_export", "_traces", "_testing", "models"},
+    "_cli": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces", "_testing", "models"},
     "models": {"_core"},
     # A Temporal workflow is a driver of the loop (docs/architecture.md, "A new driver"): it
     # makes the same RunState decisions and opens the same span scopes as Agent.arun, and it
@@ -46,6 +48,7 @@ OTLP = {"opentelemetry-exporter-otlp-proto-grpc", "opentelemetry-exporter-otlp-p
 THIRD_PARTY: dict[str, set[str]] = {
     # wing: the distributions it may import (besides the standard library)
     "_core": set(),
+    "_typed": {"pydantic", "pydantic-core", "typing-extensions"},
     # Instrument through the API; only configure(), the testing toolkit and the command line
     # (which make providers and exporters) touch the SDK.
     "_instrumentation": API,
@@ -57,7 +60,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     # The adapters note what a server did with tool_choice on the current chat span (API only).
     "models": API | {"openai", "anthropic"},
     "temporal": API | {"temporalio"},
-    "mcp": API | {"mcp", "mcp-types", "pydantic"},  # the MCP SDK's messages are pydantic models
+    # The MCP SDK's messages are pydantic models; a tool's input is checked by jsonschema (which it brings).
+    "mcp": API | {"mcp", "mcp-types", "pydantic", "jsonschema"},
 }
 """``docs/architecture.md``'s table: an optional integration's SDK is its wing's alone."""
 
@@ -81,6 +85,9 @@ DISTRIBUTIONS = {
     "mcp": "mcp",
     "mcp_types": "mcp-types",
     "pydantic": "pydantic",
+    "pydantic_core": "pydantic-core",
+    "typing_extensions": "typing-extensions",
+    "jsonschema": "jsonschema",
     "pytest": "pytest",
 }
 

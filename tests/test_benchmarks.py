@@ -125,3 +125,12 @@ def test_the_plugin_load_benchmark_runs_and_prints_every_figure():
     for figure in ("plugin load        median", "target < 20 ms", "first fixture use", "modules it pulled in: none",
                    "plugin loaded", "-p no:tracedagent", "the plugin's share of a session"):
         assert figure in done.stdout, done.stdout
+
+
+def test_the_validation_benchmark_prints_both_validators_and_their_ratio():
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "validation.py"), "--repeats", "1", "--number", "50"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for figure in ("three plain arguments, pydantic", "three plain arguments, hand validator",
+                   "Enum + model + date, pydantic", "pydantic / hand validator (three plain arguments) = "):
+        assert figure in done.stdout, done.stdout

@@ -80,8 +80,9 @@ def test_an_argument_that_cannot_be_shown_is_invalid_arguments(driver, capture, 
     run = drive(agent, driver)
     assert run.ok
     [result] = run.steps[0].tool_results
-    assert result.outcome.value == "invalid_arguments" and "cannot be shown" in result.content
-    assert spans.started == spans.ended
+    # pydantic's message names what was expected and never quotes the value the model sent
+    assert result.outcome.value == "invalid_arguments" and result.content.startswith("Error: invalid arguments for pick: 'n': ")
+    assert len(result.content) < 200 and spans.started == spans.ended
 
 
 @DRIVERS

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from ._core._decisions import Approve, approve
     from ._core._messages import MalformedMessage
     from ._core._signing import WeakCheckpointKey
-    from ._core._tools import FatalToolError, Policy, Registry, Tool, ToolError, ask, tool
+    from ._core._tools import FatalToolError, Policy, Tool, ToolError, ask
+    from ._typed._tools import Registry, tool
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["BadAttributes"], "._core._attributes"),
@@ -55,7 +56,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["Approve", "approve"], "._core._decisions"),
     **dict.fromkeys(["MalformedMessage"], "._core._messages"),
     **dict.fromkeys(["WeakCheckpointKey"], "._core._signing"),
-    **dict.fromkeys(["FatalToolError", "Policy", "Registry", "Tool", "ToolError", "ask", "tool"], "._core._tools"),
+    **dict.fromkeys(["FatalToolError", "Policy", "Tool", "ToolError", "ask"], "._core._tools"),
+    **dict.fromkeys(["Registry", "tool"], "._typed._tools"),
 }
 """Each public name and the module that defines it."""
 

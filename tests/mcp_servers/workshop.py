@@ -7,7 +7,8 @@ to that collector, so a test can see its spans join the caller's trace.
 
 Its tools are the cases a client must name: a plain answer, structured content, an image, an
 ``isError`` result, a JSON-RPC error, a call that never answers or answers late (``nap``), a
-process that dies mid-call, and a tool list that changes. (``hostile.py`` is the server that
+process that dies mid-call, a tool list that changes, and an input schema that uses the
+keywords a client's check must honour (``book``: ``minimum``, ``pattern``, ``$ref``, ``oneOf``). (``hostile.py`` is the server that
 breaks the protocol itself.)
 """
 
@@ -17,6 +18,9 @@ import argparse
 import asyncio
 import base64
 import os
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, Field
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -82,6 +86,27 @@ async def nap(seconds: float) -> str:
     """Answers after ``seconds``."""
     await asyncio.sleep(seconds)
     return "rested"
+
+
+class Guest(BaseModel):
+    name: Annotated[str, Field(min_length=1)]
+
+
+class Card(BaseModel):
+    kind: Literal["card"]
+    number: str
+
+
+class Cash(BaseModel):
+    kind: Literal["cash"]
+    amount: float
+
+
+@server.tool()
+def book(seats: Annotated[int, Field(ge=1)], code: Annotated[str, Field(pattern=r"^[A-Z]{3}$")], guest: Guest,
+         payment: Annotated[Union[Card, Cash], Field(discriminator="kind")]) -> str:
+    """Book seats; its input schema has a minimum, a pattern, a $ref and a oneOf."""
+    return f"booked {seats} on {code} for {guest.name} by {payment.kind}"
 
 
 @server.tool()

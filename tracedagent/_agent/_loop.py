@@ -30,6 +30,7 @@ from .._core._run import Run, RunState, current_run, initial_messages
 from ._stream import AgentStream, AsyncAgentStream
 from . import _resume
 from .._core._tools import Registry, Tool
+from .._typed import _tools as typed
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._instrumentation._observer import Resumed, RunScope, baggage_entries, caller_attributes
 from .._instrumentation._telemetry import AgentTelemetry
@@ -86,7 +87,7 @@ class Agent:
         if max_tool_concurrency is not None and max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
-        self._registry = registry if isinstance(registry, Registry) else Registry(registry or ())
+        self._registry = registry if isinstance(registry, Registry) else typed.Registry(registry or ())
         self.budget = budget
         self.system_prompt = system_prompt
         self._name = name

@@ -33,7 +33,8 @@ from .._traces._trace import Trace
 from .._core._run import Run
 from ._scenarios import SCENARIOS, SYSTEM_PROMPT, Scenario
 from .._testing._fake import FakeModel, ScriptItem
-from .._core._tools import Registry, Tool, tool
+from .._core._tools import Tool
+from .._typed._tools import Registry, tool
 
 __all__ = ["Scenario", "SCENARIOS", "build_agent", "run_scenario", "run_plan", "Recording"]
 

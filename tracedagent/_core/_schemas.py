@@ -3,17 +3,21 @@
 A tool's parameters are checked on every call, so each schema is compiled once, when the
 ``Registry`` is built, into a ``Validator``; ``tool`` derives the schema from a typed,
 documented function in the first place.
+
+This is the standard library's reading of a signature (JSON's own types). The public
+``tracedagent.tool`` reads it with pydantic instead (``_typed/``): what the registry sees of
+either is an ``ArgumentValidator``, the one protocol a tool's arguments pass through.
 """
 
 from __future__ import annotations
 
 import inspect
-import re
 import types
 import typing
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Protocol
 
-__all__ = ["Validator", "compile_schema", "json_type", "parameters_schema", "parse_docstring"]
+__all__ = ["Validator", "ArgumentValidator", "InvalidArguments", "SignatureReader", "compile_schema",
+           "schema_validator", "read_signature", "json_type", "parameters_schema", "type_schema"]
 
 _JSON_TYPE_NAMES: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
                                      list: "array", tuple: "array", dict: "object", type(None): "null"}
@@ -25,6 +29,46 @@ def json_type(value: Any) -> str:
 
 Validator = Callable[[Any, str], "str | None"]
 """A compiled schema: ``check(value, where)`` returns ``None`` or the problem, naming ``where``."""
+
+
+class InvalidArguments(ValueError):
+    """A call's arguments do not fit its tool: the message is the problem, written for the model
+    (bounded, and quoting nothing secret-shaped of what it sent). The call is not made."""
+
+
+class ArgumentValidator(Protocol):
+    """How a tool's call arguments (a JSON object, decoded) become the keyword arguments its
+    function is called with: checked, and converted where the tool's types say so (a ``date``
+    from its string). Raises ``InvalidArguments`` for arguments that do not fit."""
+
+    def __call__(self, arguments: dict[str, Any], /) -> dict[str, Any]: ...
+
+
+class SignatureReader(Protocol):
+    """What ``tool`` reads a function with: the JSON schema shown to the model for its
+    parameters (``arg_docs``: each parameter's description, from the docstring) and the
+    validator its calls go through (``None``: the schema's, compiled by ``compile_schema``)."""
+
+    def __call__(self, fn: Callable[..., Any], arg_docs: dict[str, str], /
+                 ) -> tuple[dict[str, Any], ArgumentValidator | None]: ...
+
+
+def schema_validator(schema: Any) -> ArgumentValidator:
+    """The ``ArgumentValidator`` of a JSON schema in the subset ``compile_schema`` checks: the
+    arguments are passed on as they came."""
+    check = compile_schema(schema)
+
+    def validate(arguments: dict[str, Any]) -> dict[str, Any]:
+        problem = check(arguments, "arguments")
+        if problem is not None:
+            raise InvalidArguments(problem)
+        return arguments
+    return validate
+
+
+def read_signature(fn: Callable[..., Any], arg_docs: dict[str, str]) -> tuple[dict[str, Any], None]:
+    """The standard library's ``SignatureReader``: JSON's own types, checked by the schema."""
+    return parameters_schema(fn, arg_docs), None
 
 
 _MAX_SHOWN = 80
@@ -157,7 +201,7 @@ def parameters_schema(fn: Callable[..., Any], arg_docs: dict[str, str]) -> dict[
     for param in inspect.signature(fn).parameters.values():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        prop = _type_schema(hints.get(param.name, Any))
+        prop = type_schema(hints.get(param.name, Any))
         if param.name in arg_docs:
             prop["description"] = arg_docs[param.name]
         if param.default is inspect.Parameter.empty:
@@ -176,42 +220,16 @@ _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool
                             type(None): "null"}
 
 
-def _type_schema(hint: Any) -> dict[str, Any]:
+def type_schema(hint: Any) -> dict[str, Any]:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint in _SCALARS:
         return {"type": _SCALARS[hint]}
     if origin is Literal:
         return {"enum": list(args)}
     if origin in (typing.Union, types.UnionType):
-        return {"anyOf": [_type_schema(a) for a in args]}
+        return {"anyOf": [type_schema(a) for a in args]}
     if hint in (list, tuple, set) or origin in (list, tuple, set, typing.Sequence):
-        return {"type": "array", **({"items": _type_schema(args[0])} if args else {})}
+        return {"type": "array", **({"items": type_schema(args[0])} if args else {})}
     if hint is dict or origin is dict:
         return {"type": "object"}
     return {}  # Any, or a type JSON schema cannot express: accept whatever the model sends
-
-
-_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """First paragraph as the summary, plus descriptions from a Google-style ``Args:``."""
-    summary = doc.split("\n\n", 1)[0].strip().replace("\n", " ")
-    arg_docs: dict[str, str] = {}
-    lines = doc.splitlines()
-    if "Args:" not in (line.strip() for line in lines):
-        return summary, arg_docs
-    start = [line.strip() for line in lines].index("Args:") + 1
-    current: str | None = None
-    for line in lines[start:]:
-        if not line.strip():
-            break
-        if not line.startswith((" ", "\t")):
-            break  # the next section
-        match = _ARG_LINE.match(line)
-        if match and len(line) - len(line.lstrip()) <= 4:
-            current = match.group(1).lstrip("*")
-            arg_docs[current] = match.group(2).strip()
-        elif current is not None:
-            arg_docs[current] = (arg_docs[current] + " " + line.strip()).strip()
-    return summary, arg_docs

@@ -19,7 +19,8 @@ from ._deadline import Deadline, DeadlineExceeded, RunDeadlineExceeded
 from ._records import (ToolCall, ToolOutcome, ToolResult, being_cancelled, cancel_requests, error_type, in_thread,
                        message_of)
 from ._run import DEADLINE_CUT_RESULT
-from ._schemas import Validator, compile_schema, json_type, parameters_schema, parse_docstring
+from ._docstrings import parse_docstring
+from ._schemas import ArgumentValidator, InvalidArguments, SignatureReader, json_type, read_signature, schema_validator
 
 __all__ = ["Tool", "tool", "Registry", "Policy", "ToolError", "FatalToolError", "Ask", "ask", "Approved",
            "Paused"]
@@ -84,6 +85,11 @@ class Tool:
     """JSON schema (an object schema) of the keyword arguments."""
     fn: Callable[..., Any]
     """Called with the validated arguments as keyword arguments; may be ``async def``."""
+    validator: ArgumentValidator | None = None
+    """What a call's arguments go through before ``fn`` is called: checked, and converted to the
+    function's types (``tracedagent.tool`` makes one with pydantic; an MCP tool's checks the
+    server's JSON Schema). ``None``: ``parameters`` checked by tracedagent's own JSON-schema
+    subset, the arguments passed on as they came."""
     timeout: float | None = None
     """Seconds one call may take. ``arun`` cancels a call that runs longer (outcome
     ``timeout``), as ``run`` does for an async tool; a running sync function cannot be
@@ -109,16 +115,19 @@ class Tool:
 def tool(fn: Callable[..., Any], /) -> Tool: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None, timeout: float | None = None,
-         requires_approval: bool = False) -> Callable[[Callable[..., Any]], Tool]: ...
+         requires_approval: bool = False, reader: SignatureReader = ...) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
-         timeout: float | None = None, requires_approval: bool = False) -> Tool | Callable[[Callable[..., Any]], Tool]:
+         timeout: float | None = None, requires_approval: bool = False,
+         reader: SignatureReader = read_signature) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Turn a typed, documented function (plain or ``async def``) into a ``Tool``; usable bare
     or with arguments.
 
-    The description is the docstring's first paragraph; parameter descriptions come from
-    a Google-style ``Args:`` section; types and required-ness come from the signature.
+    The description is the docstring's first paragraph; parameter descriptions come from its
+    ``Args:`` (Google), ``Parameters`` (NumPy) or ``:param`` (Sphinx) entries; the schema and
+    the validator from ``reader`` (here JSON's own types; the public ``tracedagent.tool`` reads
+    the signature with pydantic).
     """
 
     def build(f: Callable[..., Any]) -> Tool:
@@ -127,9 +136,9 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, de
         if timeout is not None and timeout <= 0:
             raise ValueError(f"timeout must be positive, got {timeout}")
         summary, arg_docs = parse_docstring(inspect.getdoc(f) or "")
-        return Tool(name=name or f.__name__, description=description or summary,
-                    parameters=parameters_schema(f, arg_docs), fn=f, timeout=timeout,
-                    requires_approval=requires_approval)
+        parameters, validator = reader(f, arg_docs)
+        return Tool(name=name or f.__name__, description=description or summary, parameters=parameters,
+                    fn=f, validator=validator, timeout=timeout, requires_approval=requires_approval)
 
     return build(fn) if fn is not None else build
 
@@ -137,18 +146,22 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None, de
 class Registry:
     """The tools a model may call, and the policy that may deny any call."""
 
+    make_tool: ClassVar[Callable[[Callable[..., Any]], Tool]] = staticmethod(tool)
+    """How a plain function among the tools becomes a ``Tool`` (the public ``Registry``'s:
+    ``tracedagent.tool``, which reads its types with pydantic)."""
+
     def __init__(self, tools: Iterable[Tool | Callable[..., Any]] = (), *,
                  policy: Policy | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         for item in tools:
-            t = item if isinstance(item, Tool) else tool(item)
+            t = item if isinstance(item, Tool) else self.make_tool(item)
             if t.name in self._tools:
                 raise ValueError(f"two tools are named {t.name!r}")
             self._tools[t.name] = t
         self.policy = policy
         self._approvals = any(t.requires_approval for t in self._tools.values())
         self._schemas = [t.schema() for t in self._tools.values()]
-        self._checks = {name: _checker(t) for name, t in self._tools.items()}
+        self._checks = {name: t.validator or _checker(t) for name, t in self._tools.items()}
         names = list(self._tools)
         listed = ", ".join(names[:_MAX_MENU_NAMES]) or "none"
         more = f" and {len(names) - _MAX_MENU_NAMES} more" if len(names) > _MAX_MENU_NAMES else ""
@@ -379,8 +392,9 @@ def to_text(value: Any) -> str:
 
 # --- Arguments -------------------------------------------------------------------------
 
-def _parse_arguments(raw: dict[str, Any] | str, check: Validator) -> tuple[dict[str, Any], str | None]:
-    """Decode and validate arguments; returns ``(arguments, None)`` or ``({}, problem)``."""
+def _parse_arguments(raw: dict[str, Any] | str, check: ArgumentValidator) -> tuple[dict[str, Any], str | None]:
+    """Decode and validate arguments; returns ``(the function's keyword arguments, None)`` or
+    ``({}, problem)``."""
     arguments: Any = raw
     if isinstance(raw, str):
         try:
@@ -393,15 +407,17 @@ def _parse_arguments(raw: dict[str, Any] | str, check: Validator) -> tuple[dict[
             return {}, "arguments are nested too deeply to decode"
     if not isinstance(arguments, dict):
         return {}, f"arguments must be a JSON object, got {json_type(arguments)}"
-    problem = check(arguments, "arguments")
-    return (arguments, None) if problem is None else ({}, problem)
+    try:
+        return check(arguments), None
+    except InvalidArguments as exc:
+        return {}, str(exc)
 
 
-def _checker(t: Tool) -> Validator:
+def _checker(t: Tool) -> ArgumentValidator:
     """The compiled check of a tool's parameters; a schema it cannot read fails the Registry
     now, naming the tool, rather than every call to it later."""
     try:
-        return compile_schema(t.parameters)
+        return schema_validator(t.parameters)
     except (TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise ValueError(f"tool {t.name!r}: its parameters are not a JSON schema tracedagent can "
                          f"check ({type(exc).__name__}: {exc})") from exc

@@ -30,6 +30,7 @@ from .._core._records import error_type
 from .._core._run import current_run
 from .._core._tools import Tool
 from .._version import __version__
+from ._arguments import input_validator
 from ._listing import ToolList
 from ._replies import Replies
 from ._results import (MCPConnectionLost, MCPInvalidReply, MCPRequestError, MCPToolError, MCPUnavailable, cut,
@@ -190,8 +191,9 @@ class MCPServer:
 
     def tools(self, prefix: str = "") -> list[Tool]:
         """The server's tools as of its latest ``tools/list``, named ``prefix + name`` (a prefix
-        keeps two servers' tools apart in one registry). Their schemas are the server's; calls
-        are validated by the registry like any tool's, and time out after ``timeout`` seconds.
+        keeps two servers' tools apart in one registry). Their schemas are the server's; a call's
+        input is checked against it in full (JSON Schema, by ``jsonschema``) before it is sent,
+        and times out after ``timeout`` seconds.
         A registry holds the tools it was built with: build one from ``tools()`` again to follow
         a changed list (``docs/mcp.md``)."""
         if self._thread is None or self._closed:
@@ -214,7 +216,7 @@ class MCPServer:
         call.__name__ = call.__qualname__ = local
         schema = listed.input_schema if isinstance(listed.input_schema, dict) else {"type": "object", "properties": {}}
         return Tool(name=local, description=listed.description or listed.title or "", parameters=schema,
-                    fn=call, timeout=self.timeout)
+                    fn=call, validator=input_validator(schema), timeout=self.timeout)
 
     # --- on the session's loop ------------------------------------------------------------
 
