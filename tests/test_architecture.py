@@ -21,7 +21,8 @@ LAYERS: dict[str, set[str]] = {
     # wing: the wings it may import (besides itself)
     "_core": set(),
     "_instrumentation": {"_core"},
-    "_agent": {"_core", "_instrumentation"},
+    "_agent": {"_core", "_instrumentation", "_typed"},  # _typed: lazily, for an agent with an output type
+    "_typed": {"_core"},  # pydantic behind the core's protocols (output specs, tool arguments)
     "_export": {"_core"},
     "_traces": {"_core", "_instrumentation", "_export"},
     "_testing": {"_core", "_instrumentation", "_agent", "_export", "_traces"},
@@ -50,6 +51,7 @@ THIRD_PARTY: dict[str, set[str]] = {
     # (which make providers and exporters) touch the SDK.
     "_instrumentation": API,
     "_agent": API,
+    "_typed": {"pydantic", "pydantic-core"},  # the one wing besides mcp that validates with pydantic
     "_export": SDK | OTLP,
     "_traces": SDK | OTLP,
     "_testing": SDK,
@@ -81,6 +83,7 @@ DISTRIBUTIONS = {
     "mcp": "mcp",
     "mcp_types": "mcp-types",
     "pydantic": "pydantic",
+    "pydantic_core": "pydantic-core",
     "pytest": "pytest",
 }
 

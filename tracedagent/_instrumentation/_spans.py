@@ -159,7 +159,7 @@ class ChatScope(_Scope):
     doing = "ending a chat span"
 
     def __init__(self, telemetry: AgentTelemetry, request: ModelRequest) -> None:
-        attributes = telemetry.chat_attributes
+        attributes = telemetry.chat_span_attributes
         settings = request.settings
         max_output_tokens, temperature = settings.max_output_tokens, settings.temperature
         if max_output_tokens is not None or temperature is not None:
