@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
+from scenarios import OUTPUT_TYPES, RETURNED_STOPS, SCENARIOS, TOOLS
 from tracedagent import Agent, Budget, Stop
 from tracedagent._core import _names as N
 from tracedagent.testing import FakeModel, tool_call
@@ -52,8 +52,9 @@ async def test_each_stop_reason_gives_the_same_run_and_span_tree_as_arun(client,
     here, here_spans = recording()
     there, there_spans = recording()
     agent_name = name()
-    local = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=here)
-    durable = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=there)
+    typed = OUTPUT_TYPES.get(stop)
+    local = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=here, output_type=typed)
+    durable = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=there, output_type=typed)
     queue = f"q-{uuid.uuid4().hex}"
     expected = await local.arun("help me")
     async with worker(client, [durable], task_queue=queue):
