@@ -23,7 +23,7 @@ from .._core._budget import Budget
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
 from .._core._machine import Action, CallModel, Dispatch, RunMachine
-from .._core._output import OutputSpec, output_mode, with_instruction
+from .._core._output import OUTPUT_TOOL_NAME, OutputSpec, output_mode, with_instruction
 from .._core._records import Message, ToolResult
 from .._core._request import Model, ModelSettings
 from .._core._signing import CheckpointKey, keyring
@@ -125,6 +125,9 @@ class Agent(Generic[OutputT]):
         self._model = InstrumentedModel(model, self._telemetry)
         self._tools = InstrumentedRegistry(self._registry, self._telemetry)
         self._output, self.output_mode = _output(output_type, output_mode, model)
+        if self.output_mode == "tool" and OUTPUT_TOOL_NAME in self._registry:
+            raise ValueError(f"a tool is named {OUTPUT_TOOL_NAME!r}, the output tool's name: rename it, or "
+                             f"choose another output_mode")
         self._telemetry.output_typed(self._output, self.output_mode)
         if checkpoint_max_age is not None and not checkpoint_max_age > 0:
             raise ValueError(f"checkpoint_max_age must be a positive number of seconds, got {checkpoint_max_age}")
