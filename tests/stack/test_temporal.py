@@ -60,7 +60,8 @@ async def test_each_stop_reason_gives_the_same_run_and_span_tree_as_arun(client,
     async with worker(client, [durable], task_queue=queue):
         # A pause for approval waits for a person on Temporal; with no wait it ends as arun's does.
         run = await run_on_temporal(client, agent_name, "help me", task_queue=queue, tracer_provider=there,
-                                    approval_timeout=0 if stop is Stop.APPROVAL_REQUIRED else None)
+                                    approval_timeout=0 if stop is Stop.APPROVAL_REQUIRED else None,
+                                    output_type=typed)
     assert run.stop is stop
     assert run_facts(run) == run_facts(expected)
     assert tree(list(there_spans.get_finished_spans())) == tree(list(here_spans.get_finished_spans()))

@@ -23,7 +23,8 @@ from .._core._budget import Budget
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
 from .._core._machine import Action, CallModel, Dispatch, RunMachine
-from .._core._output import OUTPUT_TOOL_NAME, OutputSpec, output_mode, with_instruction
+from .._core._output import OUTPUT_TOOL_NAME, OutputSpec, with_instruction
+from .._core._output import output_mode as _resolved_mode
 from .._core._records import Message, ToolResult
 from .._core._request import Model, ModelSettings
 from .._core._signing import CheckpointKey, keyring
@@ -38,7 +39,7 @@ from .._instrumentation._telemetry import AgentTelemetry
 from . import _acalls
 from ._team import agent_tool
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "output_spec_of"]
 
 
 class Agent(Generic[OutputT]):
@@ -124,7 +125,8 @@ class Agent(Generic[OutputT]):
                                          provider_spans=provider_spans)
         self._model = InstrumentedModel(model, self._telemetry)
         self._tools = InstrumentedRegistry(self._registry, self._telemetry)
-        self._output, self.output_mode = _output(output_type, output_mode, model)
+        self._output = output_spec_of(output_type)
+        self.output_mode = _resolved_mode(output_mode, model)
         if self.output_mode == "tool" and OUTPUT_TOOL_NAME in self._registry:
             raise ValueError(f"a tool is named {OUTPUT_TOOL_NAME!r}, the output tool's name: rename it, or "
                              f"choose another output_mode")
@@ -359,13 +361,13 @@ class Agent(Generic[OutputT]):
                 return action.run
 
 
-def _output(output_type: Any, mode: str, model: Model) -> tuple[OutputSpec | None, str]:
-    """The agent's output spec (``None``: text, ``str`` included) and the mode it is asked in. An
-    ``OutputSpec`` is taken as it is; a type is given to pydantic (``tracedagent._typed``, imported
-    only here, so an untyped agent never imports pydantic)."""
+def output_spec_of(output_type: Any) -> OutputSpec | None:
+    """The spec of an output type (``None``: text, ``str`` included). An ``OutputSpec`` is taken as
+    it is; a type is given to pydantic (``tracedagent._typed``, imported only here, so an untyped
+    agent never imports pydantic)."""
     if output_type is None or output_type is str:
-        return None, output_mode(mode, model)
+        return None
     if isinstance(output_type, OutputSpec) and not isinstance(output_type, type):
-        return output_type, output_mode(mode, model)
+        return output_type
     from .._typed._output import output_spec  # the one wing that imports pydantic
-    return output_spec(output_type), output_mode(mode, model)
+    return output_spec(output_type)
