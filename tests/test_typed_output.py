@@ -265,3 +265,14 @@ def test_a_typed_run_is_a_generic_run():
     assert type(run).__name__ == "Run" and dataclasses.is_dataclass(run)
     from tracedagent import Run
     assert Run[Weather] is not None and Agent[Weather] is not None  # subscriptable: typing.Generic
+
+
+def test_content_capture_shows_the_schema_sent_and_without_it_nothing():
+    rec = Recorder()
+    typed([PARIS], capture_content=True, **rec.providers).run("go")
+    [chat] = rec.spans(name="chat fake-model")
+    assert json.loads(chat.attributes["tracedagent.output.schema"])["required"] == ["city", "celsius"]
+    assert "JSON schema of Weather" in chat.attributes["gen_ai.system_instructions"]
+    rec = Recorder()
+    typed([PARIS], capture_content=False, **rec.providers).run("go")
+    assert all("tracedagent.output.schema" not in span.attributes for span in rec.spans())
