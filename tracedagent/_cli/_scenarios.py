@@ -376,6 +376,8 @@ SCENARIOS: tuple[Scenario, ...] = (
                 '{"order_id": "A-6006", "approve": true}'],
         output_type=RefundDecision,
         budget=Budget(max_steps=4, max_output_retries=1),
+        model_latency=0.004,  # two short answers, no tools: the demo's scripted latency stays under 10 s
+        tool_latency=0.0,
     ),
     Scenario(
         name="walked-away",
