@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Mapping, Sequence, overload
+from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, overload
 
 from opentelemetry import metrics, trace
 
@@ -50,19 +50,20 @@ class Agent(Generic[OutputT]):
     ``run.output``: with ``output_type=T`` an ``Agent[T]``, whose ok runs' ``output`` is a ``T``.
     """
 
-    if TYPE_CHECKING:  # what a type checker infers from output_type: Agent[str] without one
-        @overload
-        def __new__(cls, model: Model, registry: Any = None, *, output_type: None = None,
-                    **options: Any) -> Agent[str]: ...
+    # What a type checker infers from output_type: Agent[str] without one, Agent[T] for a class T
+    # (a typing form such as Literal[...] or a union: Agent[Any]). The other keywords are the
+    # implementation's, below.
+    @overload
+    def __init__(self: Agent[str], model: Model, registry: Any = None, *, output_type: None = None,
+                 **options: Any) -> None: ...
 
-        @overload
-        def __new__(cls, model: Model, registry: Any = None, *, output_type: type[OutputT],
-                    **options: Any) -> Agent[OutputT]: ...
+    @overload
+    def __init__(self: Agent[OutputT], model: Model, registry: Any = None, *, output_type: type[OutputT],
+                 **options: Any) -> None: ...
 
-        @overload
-        def __new__(cls, model: Model, registry: Any = None, *, output_type: Any, **options: Any) -> Agent[Any]: ...
-
-        def __new__(cls, *args: Any, **kwargs: Any) -> Any: ...
+    @overload
+    def __init__(self: Agent[Any], model: Model, registry: Any = None, *, output_type: Any,
+                 **options: Any) -> None: ...
 
     def __init__(self, model: Model, registry: Registry | Iterable[Tool | Callable[..., Any]] | None = None, *,
                  budget: Budget = Budget(), system_prompt: str | None = None, name: str = "agent",
@@ -76,7 +77,7 @@ class Agent(Generic[OutputT]):
                  accept_unsigned_checkpoints: bool = False, provider_spans: str | None = None,
                  attributes: Mapping[str, Any] | None = None,
                  attributes_from_baggage: bool | Iterable[str] = False,
-                 output_type: Any = None, output_mode: str = "auto") -> None:
+                 output_type: Any = None, output_mode: str = "auto") -> None:  # type: ignore[misc]
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``redact`` is applied to every captured string before it reaches a span (default: a
