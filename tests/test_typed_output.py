@@ -276,3 +276,13 @@ def test_content_capture_shows_the_schema_sent_and_without_it_nothing():
     rec = Recorder()
     typed([PARIS], capture_content=False, **rec.providers).run("go")
     assert all("tracedagent.output.schema" not in span.attributes for span in rec.spans())
+
+
+def test_a_typed_sub_agent_answers_its_caller_with_the_json_text():
+    forecaster = typed(["warm", PARIS], name="forecaster")
+    caller = Agent(FakeModel([tool_call("forecaster", {"task": "Paris?"}), "It is 21 in Paris."]),
+                   [forecaster.as_tool(description="Forecasts.")])
+    run = caller.run("go")
+    assert run.ok and run.steps[0].tool_results[0].content == PARIS
+    [sub] = run.sub_runs
+    assert sub.output == Weather("Paris", 21) and sub.output_retries == 1
