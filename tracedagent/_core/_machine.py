@@ -195,8 +195,7 @@ class RunMachine:
         """The ``Wait`` handed out, and the run's seconds left when it began (the wait is not running time)."""
         self._spec = output
         self._output = None if output is None else OutputRequest(name=output.name, schema=output.schema,
-                                                                  mode=output_mode)
-        """What each model call is asked to answer with (``ModelRequest.output``)."""
+                                                                  mode=output_mode)  # each call's request
         state.typed = output is not None
 
     def __enter__(self) -> RunMachine:
@@ -371,11 +370,9 @@ class RunMachine:
     # The decisions only the machine takes.
 
     def answer(self, step: Step) -> Finish | CallModel:
-        """A turn without tool calls is the answer, unless the run has an output type and its text
-        does not validate: then it is not the answer, the model is told why and called again
-        (``RunState.invalid_output``), a model call and a step like any other, so at the step
-        ceiling the step budget stops the run (``Stop.STEP_BUDGET``: the run would have gone on);
-        once ``max_output_retries`` are spent the run stops ``Stop.INVALID_OUTPUT``."""
+        """A turn without tool calls is the answer, unless its text does not validate against the
+        run's output type: then the model is told why and called again, a step like any other, or
+        the run stops (``RunState.invalid_output``: out of retries, or of steps)."""
         state, spec = self.state, self._spec
         if spec is None:
             return self._finish(state.finish(Stop.ANSWERED))
