@@ -191,6 +191,8 @@ def test_max_output_retries_round_trips_in_a_checkpoint_and_a_version_1_one_read
     old["budget"] = {k: v for k, v in data["budget"].items()
                      if k not in ("max_output_retries", "price_per_1k_cache_read", "price_per_1k_cache_write")}
     assert Checkpoint.from_dict(old).budget.max_output_retries == 1
+    earlier = {**data, "budget": {k: v for k, v in data["budget"].items() if k != "max_output_retries"}}
+    assert Checkpoint.from_dict(earlier).budget.max_output_retries == 1  # a version 2 written before the field
     with pytest.raises(MalformedCheckpoint):
         Checkpoint.from_dict({**data, "budget": {**data["budget"], "max_output_retries": "3"}})
 

@@ -24,8 +24,10 @@ cache prices as ``None``, its output retries as the default 1, and it has no sig
 check it in ``from_dict`` (a missing or wrong-typed field is ``MalformedCheckpoint``: a field
 that silently fell back to a default could reset a budget). Until a release writes version 2,
 a field is added to version 2 and to ``_ABSENT_IN[1]`` (the value a version-1 checkpoint reads
-as); after it, add a version (``CHECKPOINT_VERSION`` + 1) and an ``_ABSENT_IN`` entry for the
-one before. The signature covers every field, so nothing else changes.
+as) - and, if version-2 checkpoints without it may be stored already (Temporal's recorded
+histories hold some), to ``_ABSENT_IN[2]``, its default, as ``max_output_retries`` is; after a
+release, add a version (``CHECKPOINT_VERSION`` + 1) and an ``_ABSENT_IN`` entry for the one
+before. The signature covers every field, so nothing else changes.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ CHECKPOINT_VERSION = 2
 _ABSENT_IN: dict[int, dict[str, dict[str, Any]]] = {
     1: {"spent": {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
         "budget": {"price_per_1k_cache_read": None, "price_per_1k_cache_write": None, "max_output_retries": 1}},
+    # Written before typed outputs (Temporal histories hold such checkpoints): the default retry.
+    2: {"budget": {"max_output_retries": 1}},
 }
 """Fields an older version lacks, by version and object, with the value they read as."""
 
