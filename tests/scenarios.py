@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sample_tools import TOOLS
 from tracedagent import Budget, Stop
 from tracedagent.testing import tool_call
 
-__all__ = ["TOOLS", "SCENARIOS", "RETURNED_STOPS", "many"]  # TOOLS: the registry every scenario runs against
+__all__ = ["TOOLS", "SCENARIOS", "RETURNED_STOPS", "OUTPUT_TYPES", "Verdict", "many"]  # TOOLS: the registry every scenario runs against
+
+
+@dataclass
+class Verdict:
+    """The output type of the ``invalid_output`` scenario: its answers never are one."""
+
+    approve: bool
+    reason: str
 
 
 def many(name: str, n: int = 12, same: bool = False):
@@ -32,3 +42,7 @@ SCENARIOS = {
                              Budget(), 2),
 }
 RETURNED_STOPS = set(Stop) - {Stop.CANCELLED}
+SCENARIOS[Stop.INVALID_OUTPUT] = (lambda: [tool_call("search_help", {"q": "a"}), "approve it", '{"approve": true}'],
+                                  Budget(max_output_retries=1), 3)
+OUTPUT_TYPES = {Stop.INVALID_OUTPUT: Verdict}
+"""The scenarios whose agent has an output type: ``Agent(..., output_type=OUTPUT_TYPES.get(stop))``."""

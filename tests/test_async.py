@@ -21,7 +21,7 @@ from opentelemetry.trace import StatusCode
 
 from async_support import OpenSpans, most_at_once, shape, turn, watch
 from sample_tools import charge_card, search_help
-from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
+from scenarios import OUTPUT_TYPES, RETURNED_STOPS, SCENARIOS, TOOLS
 from tracedagent import Agent, Budget, Completion, Stop, ToolCall, ToolOutcome, Usage, tool
 from tracedagent.testing import FakeModel, Recorder, tool_call
 
@@ -80,8 +80,11 @@ async def test_arun_and_run_make_the_same_run_and_the_same_trace(stop):
     script, budget, _ = SCENARIOS[stop]
     turns = script()  # one script for both, so both conversations carry the same call ids
     by_run, by_arun = Recorder(), Recorder()
-    ran = Agent(FakeModel(turns), TOOLS, budget=budget, name="support", **by_run.providers).run("help me")
-    aran = await Agent(FakeModel(turns), TOOLS, budget=budget, name="support", **by_arun.providers).arun("help me")
+    typed = OUTPUT_TYPES.get(stop)
+    ran = Agent(FakeModel(turns), TOOLS, budget=budget, name="support", output_type=typed,
+                **by_run.providers).run("help me")
+    aran = await Agent(FakeModel(turns), TOOLS, budget=budget, name="support", output_type=typed,
+                       **by_arun.providers).arun("help me")
 
     assert aran.stop is stop
     assert summary(aran) == summary(ran)

@@ -187,11 +187,12 @@ def test_exhausted_fake_script_is_a_model_error():
 
 
 def test_every_stop_reason_has_a_scenario_that_reaches_it():
-    from scenarios import RETURNED_STOPS, SCENARIOS
+    from scenarios import OUTPUT_TYPES, RETURNED_STOPS, SCENARIOS
 
     assert set(SCENARIOS) == RETURNED_STOPS
     for stop, (script, budget, _) in SCENARIOS.items():
-        assert Agent(FakeModel(script()), registry(search_help), budget=budget).run("go").stop is not None
+        assert Agent(FakeModel(script()), registry(search_help), budget=budget,
+                     output_type=OUTPUT_TYPES.get(stop)).run("go").stop is not None
         assert stop.value == str(stop.value)  # str-valued: what spans and metric labels carry
 
 

@@ -15,6 +15,7 @@ from tracedagent._core._budget import Budget, Stop
 from tracedagent._core._checkpoint import NESTED_ID_SEPARATOR
 from tracedagent._core._deadline import DeadlineExceeded
 from tracedagent._core._machine import CallModel, Decided, Dispatch, Finish, RunMachine, Wait, Waits, sub_decisions
+from tracedagent._core._output import OutputCheck, OutputRequest
 from tracedagent._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage
 from tracedagent._core._request import ModelSettings
 from tracedagent._core._run import RunState, current_run, initial_messages
@@ -112,17 +113,53 @@ def test_a_run_answered_after_a_tool_step_asks_for_each_thing_in_order():
     assert m.observer.events == [("start", 0), ("end", 0), ("start", 1), ("run", Stop.ANSWERED)]
 
 
-def test_the_answer_is_one_decision_a_later_output_check_plugs_into():
-    class Strict(RunMachine):
-        __slots__ = ()
+class Upper:
+    """An output spec with no pydantic (the core sees the protocol only): upper-case text."""
 
-        def answer(self, step):  # an output type no text satisfies: never the answer
-            return None if not step.completion.tool_calls else super().answer(step)
+    name, schema = "Upper", {"type": "string"}
 
-    m = Strict(machine().state, Registry([echo]), Seen())
+    def validate(self, text: str) -> OutputCheck:
+        return OutputCheck(text.lower()) if text.isupper() else OutputCheck(problem="not upper case")
+
+
+def typed_machine(budget: Budget = Budget()) -> RunMachine:
+    state = RunState(budget, initial_messages("be brief", None, "go"), clock=Clock())
+    return RunMachine(state, Registry([echo]), Seen(), output=Upper(), output_mode="native")
+
+
+def test_an_answer_that_does_not_validate_is_not_the_answer_and_the_model_is_asked_again():
+    m = typed_machine()
+    first = m.start()
+    assert first.request.output == OutputRequest(name="Upper", schema={"type": "string"}, mode="native")
+    again = m.model_returned(turn(text="plain text"))
+    assert isinstance(again, CallModel) and again.step == 1 and again.request.output is first.request.output
+    assert m.state.messages[-1] == {"role": "user", "content": "Your answer is not a valid Upper: not upper case\n"
+                                                               "Answer again with only the corrected JSON value."}
+    done = m.model_returned(turn(text="SHOUT"))
+    assert isinstance(done, Finish) and done.run.stop is Stop.ANSWERED
+    assert done.run.output == "shout" and done.run.text == "SHOUT" and done.run.output_retries == 1
+    assert m.observer.events == [("start", 0), ("end", 0), ("start", 1), ("run", Stop.ANSWERED)]
+
+
+def test_retries_spent_stop_invalid_output_and_at_the_ceiling_the_step_budget_wins():
+    m = typed_machine(Budget(max_output_retries=1))
     m.start()
-    action = m.model_returned(turn(text="plain text"))
-    assert isinstance(action, Dispatch) and action.calls == []  # not the answer: the turn goes on
+    m.model_returned(turn(text="a"))
+    done = m.model_returned(turn(text="b"))
+    assert done.run.stop is Stop.INVALID_OUTPUT and done.run.text == "b" and done.run.step_count == 2
+    assert done.run.output == "Stopped: the answer is not a valid Upper after 1 retry (not upper case)."
+    m = typed_machine(Budget(max_steps=1, max_output_retries=3))
+    m.start()
+    done = m.model_returned(turn(text="a"))
+    assert done.run.stop is Stop.STEP_BUDGET and done.run.output_retries == 0  # no step left to retry in
+    assert m.state.messages[-1]["role"] == "assistant"  # and nothing was said to a model not called again
+
+
+def test_a_typed_turn_with_calls_is_dispatched_as_any_other():
+    m = typed_machine()
+    m.start()
+    dispatch = m.model_returned(turn(call("x"), text="thinking"))
+    assert isinstance(dispatch, Dispatch) and dispatch.calls == [call("x")]
 
 
 def test_step_budget_is_the_loops_structure():

@@ -29,9 +29,11 @@ from tracedagent._cli._demo import SCENARIOS, Recording, build_agent, run_scenar
 from tracedagent._traces._otlp_json import OtlpJsonWriter
 from tracedagent.testing import FakeModel, Replay, ReplayMismatch, tool_call
 
-BY_NAME = {s.name: s for s in SCENARIOS if s.stops_with is not Stop.CANCELLED}
+BY_NAME = {s.name: s for s in SCENARIOS if s.stops_with is not Stop.CANCELLED and s.output_type is None}
 """The scenarios replay can turn into tests: every one but the run whose reader left (a run that
-did not return is refused, by name: test_a_cancelled_run_is_refused_by_name)."""
+did not return is refused, by name: test_a_cancelled_run_is_refused_by_name) and the typed one
+(a trace names its output type but cannot hold the Python type: ``Replay.agent(output_type=...)``
+replays it, test_a_typed_run_replays_with_its_output_type_named; the generated test cannot yet)."""
 DEADLINE_PACE = 0.25
 """slow-carrier's latencies and deadline scale with the pace (down to the demo's floor), so it
 is recorded at this pace, where the deadline cuts the hanging tool call off with room to spare."""
@@ -116,6 +118,19 @@ def test_the_replay_reproduces_the_stop_reason_and_trajectory(recorded, generate
     assert [[r.outcome for r in s.tool_results] for s in again.steps] == \
         [[r.outcome for r in s.tool_results] for s in original.steps]
     assert (again.own_input_tokens, again.own_output_tokens) == (original.own_input_tokens, original.own_output_tokens)
+
+
+def test_a_typed_run_replays_with_its_output_type_named(recorded, tmp_path):
+    path, runs = recorded
+    [typed] = [s for s in SCENARIOS if s.output_type is not None]
+    original = runs[typed.name]
+    result = tracedagent("replay", path, "--trace", original.trace_id, "-o", tmp_path / "test_typed.py")
+    assert result.returncode == 0, result.stderr
+    replay = Replay.from_file(tmp_path / "test_typed.json")
+    again = replay.run(replay.agent(output_type=typed.output_type))
+    replay.check(again)
+    assert again.stop is original.stop is Stop.INVALID_OUTPUT
+    assert again.output_retries == original.output_retries == 1 and again.text == original.text
 
 
 def test_the_deadline_cut_is_replayed_under_arun(recorded, generated):

@@ -21,7 +21,7 @@ from opentelemetry.trace import StatusCode
 
 from async_support import DRIVER_ATTRIBUTES, OpenSpans, shape, watch
 from sample_tools import search_help
-from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
+from scenarios import OUTPUT_TYPES, RETURNED_STOPS, SCENARIOS, TOOLS
 from test_async import assert_cancelled, error_types, metric_points, summary
 from tracedagent import (Agent, Budget, Completion, RunEnd, Stop, StreamNotEnded, TextDelta, ToolCall, ToolCallDelta,
                          TurnEnd, Usage)
@@ -109,7 +109,8 @@ async def test_stream_and_astream_make_the_same_run_and_trace_as_run_and_arun(st
 
     def agent(driver: str) -> Agent:
         model = FakeModel([_with_text(t) for t in turns], chunk_size=3)
-        return Agent(model, TOOLS, budget=budget, name="support", **recorders[driver].providers)
+        return Agent(model, TOOLS, budget=budget, name="support", output_type=OUTPUT_TYPES.get(stop),
+                     **recorders[driver].providers)
 
     ran = agent("run").run("help me")
     streamed_events, streamed = read(agent("stream"))

@@ -13,7 +13,7 @@ from opentelemetry import trace as trace_api
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, StatusCode
 
 from sample_tools import search_help
-from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
+from scenarios import OUTPUT_TYPES, RETURNED_STOPS, SCENARIOS, TOOLS
 from tracedagent import Agent, Budget, Completion, Registry, Stop, ToolCall
 from tracedagent._instrumentation import _telemetry
 from tracedagent.testing import (FakeModel, Recorder, assert_never_executed, assert_requested, assert_span_tree,
@@ -27,7 +27,8 @@ def rec() -> Recorder:
 
 def run_scenario(rec: Recorder, stop: Stop):
     script, budget, _ = SCENARIOS[stop]
-    run = Agent(FakeModel(script()), TOOLS, budget=budget, name="support", **rec.providers).run("help me")
+    run = Agent(FakeModel(script()), TOOLS, budget=budget, name="support", output_type=OUTPUT_TYPES.get(stop),
+                **rec.providers).run("help me")
     [view] = rec.runs()
     return run, view
 

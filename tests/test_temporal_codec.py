@@ -121,3 +121,25 @@ def test_the_private_temporalio_module_used_is_there_and_temporalio_is_bounded_f
     assert "<" in bound, "no upper bound for a private import"
     assert importlib.metadata.version("temporalio") in SpecifierSet(bound)
     assert _telemetry.TemporalIdGenerator.__module__ == "temporalio.contrib.opentelemetry._id_generator"
+
+
+def test_a_typed_run_crosses_as_its_text_and_the_client_decodes_it_with_the_type():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Weather:
+        city: str
+        celsius: int
+
+    run = Agent(FakeModel(["sunny", '{"city": "Paris", "celsius": 21}']), output_type=Weather).run("go")
+    data = through_json(run_to_data(run))
+    assert data["typed"] and data["output"] == run.text
+    from tracedagent._agent._loop import output_spec_of
+    back = run_from_data(data, output_spec_of(Weather))
+    assert back.ok and back.output == Weather("Paris", 21) and back.text == run.text and back.output_retries == 1
+    assert run_from_data(data).output == run.text  # no type named: the JSON text
+    with pytest.raises(ValueError, match="another output type"):
+        run_from_data(data, output_spec_of(list[int]))
+    stopped = Agent(FakeModel(["a", "b"]), output_type=Weather).run("go")
+    back = run_from_data(through_json(run_to_data(stopped)), output_spec_of(Weather))
+    assert back.stop is Stop.INVALID_OUTPUT and back.output == stopped.output and back.text == "b"

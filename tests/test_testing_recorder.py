@@ -124,11 +124,11 @@ def test_keywords_are_aliases_or_exact_keys_never_suffixes():
 
 
 def test_every_alias_names_an_attribute_tracedagent_emits():
-    from scenarios import SCENARIOS, TOOLS
+    from scenarios import OUTPUT_TYPES, SCENARIOS, TOOLS
 
     rec = Recorder()
-    for script, budget, _ in SCENARIOS.values():
-        Agent(FakeModel(script()), TOOLS, budget=budget, **rec.providers).run("go")
+    for stop, (script, budget, _) in SCENARIOS.items():
+        Agent(FakeModel(script()), TOOLS, budget=budget, output_type=OUTPUT_TYPES.get(stop), **rec.providers).run("go")
     worker = Agent(FakeModel(["done"]), name="worker", **rec.providers)  # a team, in a conversation
     Agent(FakeModel([tool_call("worker", {"task": "x"}), "ok"]), [worker.as_tool(description="Works.")],
           **rec.providers).run("go", conversation_id="c1")

@@ -21,12 +21,12 @@ from ._testing._replay import Replay, ReplayError, ReplayMismatch
 from ._testing._assertions import (RAN_OUTCOMES, SpanSpec, assert_never_executed, assert_requested,
                                    assert_span_tree, assert_stop)
 from ._testing._capture import GlobalCaptureWarning
-from ._testing._fake import FakeModel, ScriptExhausted, ScriptItem, estimate_tokens, tool_call
+from ._testing._fake import FakeModel, ScriptExhausted, ScriptItem, estimate_tokens, json_answer, tool_call
 from ._testing._match import ATTRIBUTE_ALIASES, find_spans
 from ._testing._recorder import Recorder
 from ._testing._views import RunView
 
-__all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens", "Recorder", "RunView",
+__all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens", "json_answer", "Recorder", "RunView",
            "assert_stop", "assert_never_executed", "assert_requested", "assert_span_tree", "find_spans",
            "ATTRIBUTE_ALIASES", "RAN_OUTCOMES", "SpanSpec", "GlobalCaptureWarning", "Replay", "ReplayMismatch",
            "ReplayError", "Played", "play", "aplay"]

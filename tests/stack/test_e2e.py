@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
+from scenarios import OUTPUT_TYPES, RETURNED_STOPS, SCENARIOS, TOOLS
 from tracedagent import Agent, Run, Stop
 from tracedagent.testing import FakeModel, tool_call
 
@@ -17,7 +17,7 @@ from ._stack import (ALERTMANAGER, PROMETHEUS, eventually, get_json, jaeger_trac
 
 def run_agent(telemetry, stop: Stop, agent: str) -> Run:
     script, budget, _ = SCENARIOS[stop]
-    return Agent(FakeModel(script()), TOOLS, budget=budget, name=agent,
+    return Agent(FakeModel(script()), TOOLS, budget=budget, name=agent, output_type=OUTPUT_TYPES.get(stop),
                  tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider).run("help")
 
 

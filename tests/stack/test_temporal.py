@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from scenarios import RETURNED_STOPS, SCENARIOS, TOOLS
+from scenarios import OUTPUT_TYPES, RETURNED_STOPS, SCENARIOS, TOOLS
 from tracedagent import Agent, Budget, Stop
 from tracedagent._core import _names as N
 from tracedagent.testing import FakeModel, tool_call
@@ -52,14 +52,16 @@ async def test_each_stop_reason_gives_the_same_run_and_span_tree_as_arun(client,
     here, here_spans = recording()
     there, there_spans = recording()
     agent_name = name()
-    local = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=here)
-    durable = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=there)
+    typed = OUTPUT_TYPES.get(stop)
+    local = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=here, output_type=typed)
+    durable = Agent(FakeModel(script), TOOLS, budget=budget, name=agent_name, tracer_provider=there, output_type=typed)
     queue = f"q-{uuid.uuid4().hex}"
     expected = await local.arun("help me")
     async with worker(client, [durable], task_queue=queue):
         # A pause for approval waits for a person on Temporal; with no wait it ends as arun's does.
         run = await run_on_temporal(client, agent_name, "help me", task_queue=queue, tracer_provider=there,
-                                    approval_timeout=0 if stop is Stop.APPROVAL_REQUIRED else None)
+                                    approval_timeout=0 if stop is Stop.APPROVAL_REQUIRED else None,
+                                    output_type=typed)
     assert run.stop is stop
     assert run_facts(run) == run_facts(expected)
     assert tree(list(there_spans.get_finished_spans())) == tree(list(here_spans.get_finished_spans()))

@@ -14,7 +14,7 @@ import asyncio
 import dataclasses
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, overload
 
 from opentelemetry import metrics, trace
 
@@ -23,10 +23,13 @@ from .._core._budget import Budget
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
 from .._core._machine import Action, CallModel, Dispatch, RunMachine
+from .._core._output import OUTPUT_TOOL_NAME, OutputSpec, with_instruction
+from .._core._output import output_mode as _resolved_mode
 from .._core._records import Message, ToolResult
 from .._core._request import Model, ModelSettings
 from .._core._signing import CheckpointKey, keyring
 from .._core._run import Run, RunState, current_run, initial_messages
+from .._core._result import OutputT
 from ._stream import AgentStream, AsyncAgentStream
 from . import _resume
 from .._core._tools import Registry, Tool
@@ -37,16 +40,31 @@ from .._instrumentation._telemetry import AgentTelemetry
 from . import _acalls
 from ._team import agent_tool
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "output_spec_of"]
 
 
-class Agent:
+class Agent(Generic[OutputT]):
     """A model, the tools it may call, and the budget that bounds every run.
 
     ``run`` always returns a ``Run``; it does not raise on budget exhaustion, a failing
     tool or a failing model. Check ``run.ok`` (or ``run.stop``) before using
-    ``run.output``.
+    ``run.output``: with ``output_type=T`` an ``Agent[T]``, whose ok runs' ``output`` is a ``T``.
     """
+
+    # What a type checker infers from output_type: Agent[str] without one, Agent[T] for a class T
+    # (a typing form such as Literal[...] or a union: Agent[Any]). The other keywords are the
+    # implementation's, below.
+    @overload
+    def __init__(self: Agent[str], model: Model, registry: Any = None, *, output_type: None = None,
+                 **options: Any) -> None: ...
+
+    @overload
+    def __init__(self: Agent[OutputT], model: Model, registry: Any = None, *, output_type: type[OutputT],
+                 **options: Any) -> None: ...
+
+    @overload
+    def __init__(self: Agent[Any], model: Model, registry: Any = None, *, output_type: Any,
+                 **options: Any) -> None: ...
 
     def __init__(self, model: Model, registry: Registry | Iterable[Tool | Callable[..., Any]] | None = None, *,
                  budget: Budget = Budget(), system_prompt: str | None = None, name: str = "agent",
@@ -59,7 +77,8 @@ class Agent:
                  checkpoint_key: CheckpointKey | None = None, checkpoint_max_age: float | None = None,
                  accept_unsigned_checkpoints: bool = False, provider_spans: str | None = None,
                  attributes: Mapping[str, Any] | None = None,
-                 attributes_from_baggage: bool | Iterable[str] = False) -> None:
+                 attributes_from_baggage: bool | Iterable[str] = False,
+                 output_type: Any = None, output_mode: str = "auto") -> None:  # type: ignore[misc]
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``redact`` is applied to every captured string before it reaches a span (default: a
@@ -83,7 +102,14 @@ class Agent:
         component); a call's ``attributes=`` win over them. ``attributes_from_baggage``: ``True``
         copies every OpenTelemetry baggage entry current at a run's start onto its span, or name
         the keys to copy; off by default (docs/telemetry.md, "Your own attributes"). A bad one
-        is ``BadAttributes`` here."""
+        is ``BadAttributes`` here.
+        ``output_type``: what every answer must be (a pydantic model, dataclass, ``TypedDict``,
+        container or scalar type, ``Literal``, or a union; docs/typed.md): an answer that does not
+        validate is sent back to the model with the problem (``Budget.max_output_retries``), then
+        the run stops ``invalid_output``; ``run.output`` of an ok run is the value, ``run.text``
+        the answer's text. ``output_mode`` is how the model is asked for it: ``"auto"`` (the
+        model's own structured output where its adapter has one, else ``"prompted"``),
+        ``"prompted"`` (the schema in the system prompt: any model), ``"native"``, ``"tool"``."""
         if max_tool_concurrency is not None and max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
@@ -101,6 +127,12 @@ class Agent:
                                          provider_spans=provider_spans)
         self._model = InstrumentedModel(model, self._telemetry)
         self._tools = InstrumentedRegistry(self._registry, self._telemetry)
+        self._output = output_spec_of(output_type)
+        self.output_mode = _resolved_mode(output_mode, model)
+        if self.output_mode == "tool" and OUTPUT_TOOL_NAME in self._registry:
+            raise ValueError(f"a tool is named {OUTPUT_TOOL_NAME!r}, the output tool's name: rename it, or "
+                             f"choose another output_mode")
+        self._telemetry.output_typed(self._output, self.output_mode)
         if checkpoint_max_age is not None and not checkpoint_max_age > 0:
             raise ValueError(f"checkpoint_max_age must be a positive number of seconds, got {checkpoint_max_age}")
         self._checkpoint_keys = keyring(checkpoint_key)
@@ -142,6 +174,11 @@ class Agent:
         return dict(self._attributes)
 
     @property
+    def output_type(self) -> Any:
+        """What an ok run's ``output`` is (``str`` without an output type)."""
+        return str if self._output is None else getattr(self._output, "type", self._output)
+
+    @property
     def model(self) -> Model:
         return self._raw_model
 
@@ -158,7 +195,7 @@ class Agent:
                           fatal_is_fatal=fatal_is_fatal)
 
     def run(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
-            conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> Run:
+            conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> Run[OutputT]:
         """Run the loop on ``task`` (after ``history``, if any) until it stops for a named reason.
 
         ``budget`` replaces the agent's for this run; ``conversation_id`` is recorded as
@@ -176,7 +213,7 @@ class Agent:
             return self._pump(machine, machine.start())
 
     async def arun(self, task: str, history: Sequence[Message] | None = None, *, budget: Budget | None = None,
-                   conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> Run:
+                   conversation_id: str | None = None, attributes: Mapping[str, Any] | None = None) -> Run[OutputT]:
         """``run`` for async code: the same decisions, stops, spans and metrics. The time
         budget is a deadline that cancels a call still running; cancelling the task running
         ``arun`` ends every span it opened and propagates ``CancelledError``."""
@@ -204,7 +241,7 @@ class Agent:
 
     def resume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
                claim: _resume.Claim | None = None, budget: Budget | None = None,
-               attributes: Mapping[str, Any] | None = None) -> Run:
+               attributes: Mapping[str, Any] | None = None) -> Run[OutputT]:
         """Continue a run that stopped ``approval_required`` (``run.checkpoint()``), once a person
         decided on each of ``run.pending``: ``decisions`` maps every waiting call's id to
         ``approve(call)`` (run it if it is still the call the person saw), ``True`` (run it, with
@@ -221,7 +258,7 @@ class Agent:
 
     async def aresume(self, checkpoint: str | bytes | Checkpoint, decisions: Mapping[str, Decision], *,
                       claim: _resume.Claim | None = None, budget: Budget | None = None,
-                      attributes: Mapping[str, Any] | None = None) -> Run:
+                      attributes: Mapping[str, Any] | None = None) -> Run[OutputT]:
         """``resume`` for async code, continuing as ``arun`` does."""
         own = check_attributes(attributes, self._attributes)
         return await _resume.aresume(self, checkpoint, decisions, claim, budget, own)
@@ -250,7 +287,7 @@ class Agent:
         if parent is not None:
             budget = parent.child_budget(budget)
             conversation_id = conversation_id or parent.conversation_id
-        messages = initial_messages(self.system_prompt, history, task)
+        messages = initial_messages(with_instruction(self.system_prompt, self._output, self.output_mode), history, task)
         traced, state = self._begin(budget, messages, conversation_id, parent, asynchronous=asynchronous,
                                     attributes=attributes)
         return traced, state, parent
@@ -283,7 +320,8 @@ class Agent:
 
     def _driven(self, state: RunState, traced: RunScope) -> RunMachine:
         """The machine of a run, its spans its observer's."""
-        return RunMachine(state, self._registry, traced, settings=self._settings)
+        return RunMachine(state, self._registry, traced, settings=self._settings, output=self._output,
+                          output_mode=self.output_mode)
 
     def _pump(self, machine: RunMachine, action: Action) -> Run:
         """``run``: the machine's requests performed in this thread, one call after another."""
@@ -323,3 +361,15 @@ class Agent:
                 action = machine.tools_done(results)
             else:
                 return action.run
+
+
+def output_spec_of(output_type: Any) -> OutputSpec | None:
+    """The spec of an output type (``None``: text, ``str`` included). An ``OutputSpec`` is taken as
+    it is; a type is given to pydantic (``tracedagent._typed``, imported only here, so an untyped
+    agent never imports pydantic)."""
+    if output_type is None or output_type is str:
+        return None
+    if isinstance(output_type, OutputSpec) and not isinstance(output_type, type):
+        return output_type
+    from .._typed._output import output_spec  # the one wing that imports pydantic
+    return output_spec(output_type)

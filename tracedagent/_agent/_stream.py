@@ -222,6 +222,9 @@ def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
                 for call in step.completion.tool_calls:  # before the run decides on them
                     yield ToolCallEvent(agent=name, call=call)
                 action = machine.decide(step)
+                if action.__class__ is CallModel:  # a typed answer that did not validate: asked again
+                    told = step.index
+                    yield StepEnd(agent=name, step=step)
             elif action.__class__ is Dispatch:  # one call after another, as run dispatches them
                 results: list[ToolResult] = []
                 for call in machine.one_by_one(action.calls, results):
@@ -334,6 +337,9 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
                     for call in step.completion.tool_calls:  # before the run decides on them
                         yield ToolCallEvent(agent=name, call=call)
                     action = machine.decide(step)
+                    if action.__class__ is CallModel:  # a typed answer that did not validate: asked again
+                        told = step.index
+                        yield StepEnd(agent=name, step=step)
                 elif action.__class__ is Dispatch:  # concurrently unless the agent says otherwise
                     dispatched = _acalls.dispatch_turn(tools, machine, action.calls, parallel=agent.parallel_tool_calls,
                                                        concurrency=agent.max_tool_concurrency)

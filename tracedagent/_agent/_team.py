@@ -73,9 +73,10 @@ class SubAgentTool(Tool):
 
 
 def answer(name: str, run: Run, fatal_is_fatal: bool) -> str:
-    """The sub-agent's answer, or the ``ToolError`` (``FatalToolError``) saying why it stopped."""
+    """The sub-agent's answer (a typed one as its JSON text), or the ``ToolError``
+    (``FatalToolError``) saying why it stopped."""
     if run.ok:
-        return run.output
+        return run.output if isinstance(run.output, str) else run.text
     if run.stop is Stop.APPROVAL_REQUIRED:  # the caller's call waits too, and so does the caller
         raise Paused(run)
     if run.stop is Stop.TOOL_FATAL and fatal_is_fatal:

@@ -76,7 +76,7 @@ def build_agent(scenario: Scenario, *, pace: float = 1.0, price_in: float | None
                  name=scenario.name, description=scenario.story, tracer_provider=tracer_provider,
                  checkpoint_key=None if os.environ.get(N.ENV_CHECKPOINT_KEY) else _DEMO_KEY,
                  meter_provider=meter_provider,
-                 capture_content=capture_content)
+                 capture_content=capture_content, output_type=scenario.output_type)
 
 
 def run_scenario(agent: Agent, scenario: Scenario, on_text: Callable[[str], None] | None = None) -> Run:

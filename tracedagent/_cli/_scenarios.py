@@ -134,6 +134,15 @@ def refunds_over_the_limit(call: ToolCall) -> Ask | None:
     return None
 
 
+@dataclass
+class RefundDecision:
+    """The typed answer of the ``refund-triage`` scenario (``Agent(output_type=...)``)."""
+
+    order_id: str
+    approve: bool
+    reason: str
+
+
 # --- the scenarios -------------------------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,6 +184,8 @@ class Scenario:
     as a customer closing the chat window would; the run ends ``cancelled``, every span ended."""
     history: Sequence[Message] = ()
     """The conversation the run starts from (``Agent.run``'s ``history``)."""
+    output_type: Any = None
+    """What the answer must be (``Agent(output_type=...)``), if anything: checked, and retried."""
 
     def agents(self) -> list[Scenario]:
         """This scenario and its sub-agents', depth first: one run each, in the same trace; then
@@ -355,6 +366,18 @@ SCENARIOS: tuple[Scenario, ...] = (
         model_latency=0.05,  # its text then comes in chunks, 10 ms apart
         tool_latency=0.02,
         driver="stream",
+    ),
+    Scenario(
+        name="refund-triage",
+        stops_with=Stop.INVALID_OUTPUT,
+        story="The answer must be a RefundDecision; the model answers prose, is told why, then forgets a field.",
+        task="Should we refund order A-6006 (a cracked screen)?",
+        script=["I think we should refund it, the screen arrived cracked.",
+                '{"order_id": "A-6006", "approve": true}'],
+        output_type=RefundDecision,
+        budget=Budget(max_steps=4, max_output_retries=1),
+        model_latency=0.004,  # two short answers, no tools: the demo's scripted latency stays under 10 s
+        tool_latency=0.0,
     ),
     Scenario(
         name="walked-away",

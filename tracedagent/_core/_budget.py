@@ -28,6 +28,9 @@ class Stop(str, enum.Enum):
     APPROVAL_REQUIRED = "approval_required"
     """Calls wait for a person's decision (``Run.pending``): not a failure, a pause. The run's
     ``checkpoint()`` is what ``Agent.resume`` continues from, once they are decided."""
+    INVALID_OUTPUT = "invalid_output"
+    """The agent has an output type (``Agent(output_type=...)``) and its answers did not validate,
+    ``Budget.max_output_retries`` times retried: ``run.text`` is the last answer's text."""
     CANCELLED = "cancelled"
     """The run was interrupted (its task cancelled, or ``KeyboardInterrupt``), or the consumer of
     its stream stopped reading before it ended. ``run``/``arun`` return no ``Run`` for it - the
@@ -79,6 +82,11 @@ class Budget:
     """USD per 1,000 input tokens written to the provider's prompt cache; ``None`` prices them
     as ordinary input. No default price is shipped."""
 
+    max_output_retries: int = 1
+    """How often an answer that does not validate against the agent's output type is sent back
+    to the model with the problem (each retry a model call and a step within ``max_steps``);
+    past it the run stops with ``Stop.INVALID_OUTPUT``. Untyped agents never retry."""
+
     def __post_init__(self) -> None:
         if self.max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
@@ -91,6 +99,8 @@ class Budget:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must not be negative, got {value}")
+        if self.max_output_retries < 0:
+            raise ValueError(f"max_output_retries must not be negative, got {self.max_output_retries}")
         for name in ("max_tool_calls_per_step", "max_tool_calls"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -17,15 +17,17 @@ the agent that paused; one read from text is written back exactly as it was read
 anew, so reading and writing cannot turn an unsigned checkpoint into a signed one.
 
 **Version 2** (this release) added the signature, the prompt-cache token counts of ``spent``
-and the budget's prompt-cache prices; version 1 is still read (its cache counts read as 0, its
-cache prices as ``None``, and it has no signature).
+and the budget's prompt-cache prices and output retries; version 1 is still read (its cache counts read as 0, its
+cache prices as ``None``, its output retries as the default 1, and it has no signature).
 
 **Adding a field**: add it to the dataclass with a default, write it in ``as_dict``, read and
 check it in ``from_dict`` (a missing or wrong-typed field is ``MalformedCheckpoint``: a field
 that silently fell back to a default could reset a budget). Until a release writes version 2,
 a field is added to version 2 and to ``_ABSENT_IN[1]`` (the value a version-1 checkpoint reads
-as); after it, add a version (``CHECKPOINT_VERSION`` + 1) and an ``_ABSENT_IN`` entry for the
-one before. The signature covers every field, so nothing else changes.
+as) - and, if version-2 checkpoints without it may be stored already (Temporal's recorded
+histories hold some), to ``_ABSENT_IN[2]``, its default, as ``max_output_retries`` is; after a
+release, add a version (``CHECKPOINT_VERSION`` + 1) and an ``_ABSENT_IN`` entry for the one
+before. The signature covers every field, so nothing else changes.
 """
 
 from __future__ import annotations
@@ -57,7 +59,9 @@ CHECKPOINT_VERSION = 2
 
 _ABSENT_IN: dict[int, dict[str, dict[str, Any]]] = {
     1: {"spent": {"cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
-        "budget": {"price_per_1k_cache_read": None, "price_per_1k_cache_write": None}},
+        "budget": {"price_per_1k_cache_read": None, "price_per_1k_cache_write": None, "max_output_retries": 1}},
+    # Written before typed outputs (Temporal histories hold such checkpoints): the default retry.
+    2: {"budget": {"max_output_retries": 1}},
 }
 """Fields an older version lacks, by version and object, with the value they read as."""
 
@@ -250,7 +254,7 @@ def budget_within(signed: Budget, given: Budget | None) -> Budget:
         return signed
     lower: dict[str, Any] = {}
     for name in ("max_steps", "max_tokens", "max_cost", "repeat_limit", "no_progress_limit", "max_seconds",
-                 "max_tool_calls_per_step", "max_tool_calls"):
+                 "max_tool_calls_per_step", "max_tool_calls", "max_output_retries"):
         mine, theirs = getattr(signed, name), getattr(given, name)
         lower[name] = mine if theirs is None else theirs if mine is None else min(mine, theirs)
     return dataclasses.replace(signed, **lower)

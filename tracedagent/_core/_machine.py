@@ -29,6 +29,7 @@ from ._budget import Stop
 from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, SubAgentPause, escape_id
 from ._decisions import Decision, settle
 from ._deadline import Deadline, DeadlineExceeded
+from ._output import OutputRequest, OutputSpec
 from ._records import Completion, ToolCall, ToolOutcome, ToolResult, being_cancelled
 from ._request import ModelRequest, ModelSettings
 from ._run import Run, RunState, Step, current_run
@@ -164,10 +165,13 @@ class RunMachine:
     the observer with what the run had used."""
 
     __slots__ = ("state", "registry", "observer", "run", "may_start", "_settings", "_tools", "_next",
-                 "_last", "_step", "_calling", "_token", "_waits", "_waiting")
+                 "_last", "_step", "_calling", "_token", "_waits", "_waiting", "_spec", "_output")
 
     def __init__(self, state: RunState, registry: Registry, observer: Observer, *,
-                 settings: ModelSettings = ModelSettings(), waits: Waits | None = None) -> None:
+                 settings: ModelSettings = ModelSettings(), waits: Waits | None = None,
+                 output: OutputSpec | None = None, output_mode: str = "prompted") -> None:
+        """``output``: the run's output type (its answer is checked against it: ``answer``), asked
+        for in ``output_mode`` (resolved: ``prompted``, ``native`` or ``tool``)."""
         self.state = state
         self.registry = registry
         self.observer = observer
@@ -189,6 +193,10 @@ class RunMachine:
         self._waits = waits
         self._waiting: tuple[Wait, float | None] | None = None
         """The ``Wait`` handed out, and the run's seconds left when it began (the wait is not running time)."""
+        self._spec = output
+        self._output = None if output is None else OutputRequest(name=output.name, schema=output.schema,
+                                                                  mode=output_mode)  # each call's request
+        state.typed = output is not None
 
     def __enter__(self) -> RunMachine:
         self._token = current_run.set(self.state)
@@ -253,7 +261,7 @@ class RunMachine:
                 calls.append(DecidedCall(call, denied=denied(call, decisions[waited.id])))
         return Decided(step, calls)
 
-    def model_returned(self, completion: Completion) -> Dispatch | Finish:
+    def model_returned(self, completion: Completion) -> Dispatch | Finish | CallModel:
         """The model answered the step's call: the turn is recorded (``record``, written out:
         a call less a step for every pump) and checked (``decide``)."""
         self._calling = False
@@ -266,11 +274,12 @@ class RunMachine:
         self._calling = False
         return self.state.record(self._next - 1, completion)
 
-    def decide(self, step: Step) -> Dispatch | Finish:
-        """``model_returned``'s second half: the answer, the turn's checks, the calls that wait."""
-        if (answered := self.answer(step)) is not None:
-            return self._finish(answered)
+    def decide(self, step: Step) -> Dispatch | Finish | CallModel:
+        """``model_returned``'s second half: the answer (or, typed, an answer that did not validate
+        asked again: a ``CallModel``), the turn's checks, the calls that wait."""
         state, calls = self.state, step.completion.tool_calls
+        if not calls:
+            return self.answer(step)
         if stopped := state.check_turn(calls):
             return self._finish(stopped)
         state.hold(step, self.registry.waiting(calls))  # calls a person must decide on
@@ -360,12 +369,20 @@ class RunMachine:
 
     # The decisions only the machine takes.
 
-    def answer(self, step: Step) -> Run | None:
-        """A turn without tool calls is the answer. (The seat of an output specification: a
-        typed output is checked here, and a turn that does not satisfy it is not the answer.)"""
-        if step.completion.tool_calls:
-            return None
-        return self.state.finish(Stop.ANSWERED)
+    def answer(self, step: Step) -> Finish | CallModel:
+        """A turn without tool calls is the answer, unless its text does not validate against the
+        run's output type: then the model is told why and called again, a step like any other, or
+        the run stops (``RunState.invalid_output``: out of retries, or of steps)."""
+        state, spec = self.state, self._spec
+        if spec is None:
+            return self._finish(state.finish(Stop.ANSWERED))
+        check = spec.validate(step.completion.text)
+        if check.problem is None:
+            return self._finish(state.finish(Stop.ANSWERED, value=check.value))
+        if stopped := state.invalid_output(spec, check.problem, step_left=self._next < self._last):
+            return self._finish(stopped)
+        self.observer.step_ended(step)
+        return self._turn()
 
     def _turn(self) -> CallModel | Finish:
         """The next model turn, unless the step budget is spent or a ceiling is reached first."""
@@ -377,7 +394,7 @@ class RunMachine:
         self._next = i + 1
         self.observer.step_started(i)
         self._calling = True
-        return CallModel(state.request(self._tools, self._settings), i)
+        return CallModel(state.request(self._tools, self._settings, self._output), i)
 
     def _finish(self, run: Run) -> Finish:
         """Every stop: the observer ends the spans, a sub-agent's run is kept by its caller's."""

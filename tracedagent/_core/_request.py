@@ -18,6 +18,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
+from ._output import OutputRequest
 from ._records import Completion, Message
 
 __all__ = ["ModelSettings", "ModelRequest", "Model", "ModelCalls", "model_calls", "takes_request", "as_request"]
@@ -48,6 +49,10 @@ class ModelRequest:
     timeout: float | None = None
     """Seconds the run's budget has left for this call, or ``None`` for no time budget; a model
     that can bound its request passes it on, so no model is asked whether it takes a timeout."""
+    output: OutputRequest | None = None
+    """The JSON the answer must be (an agent with ``output_type``), for an adapter that asks its
+    provider for it (``mode``: ``native`` structured output, a forced output ``tool``); ``None``:
+    any text. An adapter that cannot ask for it ignores it: the answer is validated either way."""
 
 
 @runtime_checkable

@@ -7,7 +7,7 @@ what its tool calls did; ``ToolNames`` is a step's or run's tool names, four way
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from ._budget import Stop
 from ._checkpoint import Checkpoint
@@ -15,7 +15,10 @@ from ._pausing import PausedRun, step_fates
 from ._records import Completion, Message, ToolResult, Usage
 from ._usage import Spent
 
-__all__ = ["ToolNames", "Step", "Run", "usage_of"]
+__all__ = ["ToolNames", "Step", "Run", "usage_of", "OutputT"]
+
+OutputT = TypeVar("OutputT")
+"""A run's output type: ``str`` for an agent without ``output_type``."""
 
 
 class ToolNames(NamedTuple):
@@ -87,7 +90,7 @@ class Step:
 
 
 @dataclass(kw_only=True)
-class Run(PausedRun):
+class Run(PausedRun, Generic[OutputT]):
     """What ``Agent.run`` returns, however the run ended.
 
     ``run`` always returns; it does not raise on budget exhaustion. A caller has to look
@@ -95,8 +98,9 @@ class Run(PausedRun):
     plausible English sentence: silent truncation is the failure this design prevents.
     """
 
-    output: str
-    """The answer when ``ok``; otherwise a sentence saying why the run stopped."""
+    output: OutputT
+    """The answer when ``ok`` (with ``Agent(output_type=T)``, the value of ``T`` it validated to);
+    otherwise a sentence saying why the run stopped (a ``str``, whatever the output type)."""
     stop: Stop
     """Why the run ended."""
     steps: list[Step]
@@ -131,6 +135,12 @@ class Run(PausedRun):
     carried: Spent = field(default_factory=Spent)
     """What the run had spent before it was resumed (zero for a run that was not): the
     totals above include it, the ``own_*`` figures (one trace's spans) do not."""
+
+    text: str = ""
+    """The last model turn's text: the answer's text when ``ok`` (an untyped run's ``output``), the
+    answer that did not validate with ``Stop.INVALID_OUTPUT``."""
+    output_retries: int = 0
+    """Answers sent back to the model because they did not validate against the output type."""
 
     def __post_init__(self) -> None:
         if self.step_count < 0:

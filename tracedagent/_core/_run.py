@@ -22,6 +22,7 @@ from ._messages import check_messages
 from ._pausing import Pausing
 from ._provider_messages import loop_messages
 from ._names import MAX_NAME_LENGTH
+from ._output import OutputRequest, OutputSpec, bounded_problem, retry_message
 from ._usage import RunUsage
 from ._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
 from ._request import ModelRequest, ModelSettings
@@ -113,8 +114,14 @@ class RunState(Pausing):
         nearly every run has none, and ``_ceilings`` is not asked."""
         self._seen_calls: dict[tuple[str, str], int] = {}
         self._steps_without_progress = 0
+        self.typed = False
+        """Whether the run has an output type (its answer's output is the validated value, which
+        may be ``None``); set by its machine."""
+        self.output_retries = 0
+        """Answers sent back because they did not validate (``invalid_output``)."""
 
-    def request(self, tools: list[dict[str, Any]] | None, settings: ModelSettings) -> ModelRequest:
+    def request(self, tools: list[dict[str, Any]] | None, settings: ModelSettings,
+                output: OutputRequest | None = None) -> ModelRequest:
         """The next model call: the whole conversation, the tools on offer, the agent's
         settings, and what is left of the time budget as its timeout (``RunMachine`` asks it
         for each turn; so do the streaming drivers). Without a time budget the last call's
@@ -124,11 +131,12 @@ class RunState(Pausing):
         if deadline is None:
             last = self._request
             if (last is not None and last.tools is tools and last.settings is settings
-                    and last.messages is self.messages):
+                    and last.messages is self.messages and last.output is output):
                 return last
-            self._request = last = ModelRequest(messages=self.messages, tools=tools, settings=settings)
+            self._request = last = ModelRequest(messages=self.messages, tools=tools, settings=settings, output=output)
             return last
-        return ModelRequest(messages=self.messages, tools=tools, settings=settings, timeout=deadline.left())
+        return ModelRequest(messages=self.messages, tools=tools, settings=settings, timeout=deadline.left(),
+                            output=output)
 
     def record(self, index: int, completion: Completion) -> Step:
         """Account for a model turn and append it to the conversation."""
@@ -328,12 +336,30 @@ class RunState(Pausing):
             return f"its team used {used.total_tokens} tokens, over the team's {b.max_tokens}-token budget"
         return f"its team spent ${used.cost:.4f}, over the team's ${b.max_cost:.4f} cost budget"
 
+    def invalid_output(self, spec: OutputSpec, problem: str, *, step_left: bool) -> Run | None:
+        """An answer that did not validate against the output type: ``Stop.INVALID_OUTPUT`` once
+        ``max_output_retries`` are spent; with a retry left but no step (``step_left``) the step
+        budget, as after a turn of tool calls; else the model is told the problem (``None``: the
+        run calls it again)."""
+        if self.output_retries >= self.budget.max_output_retries:
+            return self.finish(Stop.INVALID_OUTPUT, detail=(spec.name, problem))
+        if not step_left:
+            return self.finish(Stop.STEP_BUDGET)
+        self.output_retries += 1
+        self.messages.append({"role": "user", "content": retry_message(spec, problem)})
+        return None
+
     def finish(self, stop: Stop, *, error: BaseException | None = None, detail: Any = None,
-               call_failed: bool = False) -> Run:
-        """The one exit: every stop produces a ``Run`` with a named reason."""
-        output = self.steps[-1].completion.text if stop is Stop.ANSWERED else self._explain(stop, error, detail)
+               call_failed: bool = False, value: Any = None) -> Run:
+        """The one exit: every stop produces a ``Run`` with a named reason. ``value`` is a typed
+        answer's value (else an answer's output is its text)."""
+        text = self.steps[-1].completion.text if self.steps else ""
+        if stop is Stop.ANSWERED:
+            output = value if self.typed else text
+        else:
+            output = self._explain(stop, error, detail)
         used = self.usage
-        return Run(output=output, stop=stop, steps=self.steps, step_count=len(self.steps) + call_failed,
+        return Run(output=output, text=text, output_retries=self.output_retries, stop=stop, steps=self.steps, step_count=len(self.steps) + call_failed,
                    messages=self.messages,
                    input_tokens=used.input_tokens, output_tokens=used.output_tokens, cost=used.cost,
                    trace_id=self.trace_id, error=error, sub_runs=list(self.sub_runs),
@@ -365,6 +391,10 @@ class RunState(Pausing):
             return f"Stopped: ran out of the {b.max_seconds:g}-second time budget."
         if stop is Stop.TOOL_CALL_BUDGET:
             return f"Stopped: the model asked for {detail}."
+        if stop is Stop.INVALID_OUTPUT:
+            name, problem = detail
+            return (f"Stopped: the answer is not a valid {name} after {self.output_retries} "
+                    f"retr{'y' if self.output_retries == 1 else 'ies'} ({bounded_problem(problem)}).")
         if stop is Stop.CANCELLED:  # a stream whose consumer stopped reading: stream.run
             return "Stopped: the run was cancelled before it ended."
         if stop is Stop.APPROVAL_REQUIRED:

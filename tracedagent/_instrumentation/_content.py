@@ -145,6 +145,10 @@ class ContentCapture:
         """``gen_ai.output.messages`` on a run span: its answer, as messages."""
         return _Attributes().add(N.GEN_AI_OUTPUT_MESSAGES, *self._fit(messages)).attributes
 
+    def schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """``tracedagent.output.schema``: the JSON schema a typed call asked the answer to match."""
+        return _Attributes().add(N.OUTPUT_SCHEMA, *self._fit(schema)).attributes
+
     def text(self, text: str) -> str:
         """A tool's result as a sentence quotes it: redacted and bounded."""
         return self.result(text)[N.GEN_AI_TOOL_CALL_RESULT]

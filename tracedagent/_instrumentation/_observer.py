@@ -196,7 +196,8 @@ class RunScope(_Scope):
             self._end_step(None if call_failed else run.steps[-1], run.stop)
         with guard(self.doing):
             if self.recording:
-                self._set_used(run, {N.STOP_REASON: run.stop.value})
+                self._set_used(run, {N.STOP_REASON: run.stop.value, N.OUTPUT_RETRIES: run.output_retries}
+                               if self._t.typed else {N.STOP_REASON: run.stop.value})
                 if self._t.capture is not None:  # the answer, where the run's GenAI tab shows it
                     self.span.set_attributes(self._t.capture.answer(answer_message(run)))
                 if run.paused is not None:

@@ -159,7 +159,7 @@ class ChatScope(_Scope):
     doing = "ending a chat span"
 
     def __init__(self, telemetry: AgentTelemetry, request: ModelRequest) -> None:
-        attributes = telemetry.chat_attributes
+        attributes = telemetry.chat_span_attributes
         settings = request.settings
         max_output_tokens, temperature = settings.max_output_tokens, settings.temperature
         if max_output_tokens is not None or temperature is not None:
@@ -178,6 +178,12 @@ class ChatScope(_Scope):
             with guard("capturing input messages"):
                 if self.recording:
                     captured = telemetry.capture.conversation(request.messages)
+                    if request.output is not None:  # the schema sent, whichever way it was sent
+                        schema = telemetry.capture.schema(request.output.schema)
+                        cut = [*captured.get(N.CONTENT_TRUNCATED, ()), *schema.pop(N.CONTENT_TRUNCATED, ())]
+                        captured.update(schema)
+                        if cut:
+                            captured[N.CONTENT_TRUNCATED] = cut
                     self._cut = captured.get(N.CONTENT_TRUNCATED, [])
                     self.span.set_attributes(captured)
         self._started = time.perf_counter() if telemetry.metrics_on else 0.0  # duration: a metric only

@@ -27,6 +27,7 @@ from opentelemetry import metrics, trace
 from .._core import _names as N
 from .._core._budget import Budget
 from ._content import ContentCapture, capture_content_from_env, encodable, truncate
+from .._core._output import OutputSpec
 from .._core._request import Model
 from .._version import __version__
 
@@ -248,6 +249,10 @@ class AgentTelemetry:
             N.GEN_AI_OPERATION_NAME: N.OP_CHAT, **model_attributes,
             **{k: v for k, v in server.items() if v is not None}}
         """The chat span's fixed attributes, which are also the client metrics' labels."""
+        self.chat_span_attributes = self.chat_attributes
+        """What a chat span starts with: ``chat_attributes``, and a typed agent's output type."""
+        self.typed = False
+        """Whether the agent has an output type (its run spans say how many answers were retried)."""
         self.cost_labels: dict[str, Any] = {N.GEN_AI_AGENT_NAME: agent_name, **model_attributes}
         self._tool_parts: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
 
@@ -288,6 +293,16 @@ class AgentTelemetry:
             N.METRIC_TIME_TO_FIRST_CHUNK, unit="s", description="Time to the first chunk of streamed model calls.",
             explicit_bucket_boundaries_advisory=N.OPERATION_DURATION_BUCKETS)
 
+    def output_typed(self, spec: OutputSpec | None, mode: str) -> None:
+        """An agent with an output type: ``gen_ai.output.type`` on its chat and run spans, and the
+        type's name and how it is asked for on its run spans (fixed, so no call builds them)."""
+        if spec is None:
+            return
+        self.typed = True
+        self.chat_span_attributes = {**self.chat_attributes, N.GEN_AI_OUTPUT_TYPE: N.OUTPUT_TYPE_JSON}
+        self.run_attributes = {**self.run_attributes, N.GEN_AI_OUTPUT_TYPE: N.OUTPUT_TYPE_JSON,
+                               N.OUTPUT_TYPE_NAME: bounded(spec.name), N.OUTPUT_MODE: mode}
+
     def run_start_attributes(self, budget: Budget) -> dict[str, Any]:
         """The run span's attributes at its start: the agent, its model and the run's ceilings and
         prices (every field of its ``Budget``: replay rebuilds the budget from them)."""
@@ -300,6 +315,8 @@ class AgentTelemetry:
                     N.BUDGET_PRICE_PER_1K_OUTPUT: budget.price_per_1k_output or None,
                     N.BUDGET_PRICE_PER_1K_CACHE_READ: budget.price_per_1k_cache_read,
                     N.BUDGET_PRICE_PER_1K_CACHE_WRITE: budget.price_per_1k_cache_write}
+        if self.typed:
+            ceilings[N.BUDGET_MAX_OUTPUT_RETRIES] = budget.max_output_retries
         return {**self.run_attributes, **{k: _int64(v) for k, v in ceilings.items() if v is not None}}
 
     def tool_parts(self, name: str, known: bool) -> tuple[str, dict[str, Any], dict[str, Any]]:

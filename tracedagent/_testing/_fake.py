@@ -17,7 +17,7 @@ from .._core._records import Completion, Message, ToolCall, Usage
 from .._core._request import ModelRequest, as_request
 from .._core._streaming import ModelChunk, TurnEnd
 
-__all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens"]
+__all__ = ["FakeModel", "ScriptExhausted", "ScriptItem", "tool_call", "estimate_tokens", "json_answer"]
 
 ScriptItem = Union[str, Completion, BaseException]
 _call_ids = itertools.count(1)
@@ -32,6 +32,16 @@ def tool_call(name: str, args: dict[str, Any] | str | None = None, *, id: str | 
     """A turn requesting one tool call; ``args`` may be a raw (even malformed) JSON string."""
     call = ToolCall(id=id or f"call_{next(_call_ids)}", name=name, arguments={} if args is None else args)
     return Completion(text=text, tool_calls=[call], finish_reason="tool_calls")
+
+
+def json_answer(value: Any) -> str:
+    """A scripted typed answer: ``value`` (a dataclass, a pydantic model, or anything JSON takes)
+    as the JSON text a model answers with, for an agent with ``output_type``."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    elif hasattr(value, "model_dump"):  # a pydantic model, in its JSON mode (dates as text)
+        value = value.model_dump(mode="json")
+    return json.dumps(value, default=str)
 
 
 def estimate_tokens(payload: Any) -> int:
@@ -143,7 +153,10 @@ class FakeModel:
 
     def _asked(self, request: ModelRequest) -> int:
         settings = request.settings
-        return self._take(request.messages, request.tools, settings.max_output_tokens, settings.temperature)
+        index = self._take(request.messages, request.tools, settings.max_output_tokens, settings.temperature)
+        if request.output is not None:  # what a typed run asked for (ModelRequest.output)
+            self.calls[index]["output"] = request.output
+        return index
 
     def _take(self, messages: Sequence[Message], tools: list[dict[str, Any]] | None,
               max_output_tokens: int | None, temperature: float | None) -> int:

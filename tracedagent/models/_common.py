@@ -118,7 +118,7 @@ class SdkModel:
             raise TypeError(f"{type(self).__name__} was given only an async_client: stream through "
                             "astream (Agent.astream), or give it a client as well")
         sent = self._timed_request(self.client, asked)
-        reader, called = self._reader(), _Called(self, sent)
+        reader, called = self._reader_for(sent), _Called(self, sent)
         with self._scrubbed(self.client):
             response = self._create(self.client)(**sent, **self._stream_request())
             with response:
@@ -144,7 +144,7 @@ class SdkModel:
                 await in_thread(chunks.close)
             return
         sent = self._timed_request(client, asked)
-        reader, called = self._reader(), _Called(self, sent)
+        reader, called = self._reader_for(sent), _Called(self, sent)
         with self._scrubbed(client):
             response = await self._create(client)(**sent, **self._stream_request())
             async with response:
@@ -217,6 +217,11 @@ class SdkModel:
 
     def _reader(self) -> StreamReader:
         raise NotImplementedError
+
+    def _reader_for(self, request: dict[str, Any]) -> StreamReader:
+        """The reader of a stream sent with ``request`` (an adapter whose reading depends on what
+        was asked, Anthropic's output tool, says so here)."""
+        return self._reader()
 
 
 class StreamReader:

@@ -26,9 +26,12 @@ cache counts also reported on their own.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 from typing import Any
 
+from .._core._output import OUTPUT_TOOL_NAME, OutputRequest, instruction
 from .._core._records import Completion, Message, ToolCall, Usage
 from .._core._request import ModelRequest
 from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
@@ -72,6 +75,10 @@ class AnthropicModel(SdkModel):
 
     provider_name = "anthropic"
     sdk_error = anthropic.AnthropicError
+    output_modes = ("tool", "prompted")
+    """A typed answer is asked for as a forced output tool (``OUTPUT_TOOL_NAME``) by default: its
+    call comes back as the turn's text, never as a tool call; a server that answers with text
+    instead loses nothing (the text is validated)."""
 
     def __init__(self, model: str, client: anthropic.Anthropic | None = None, *,
                  async_client: anthropic.AsyncAnthropic | None = None,
@@ -110,14 +117,38 @@ class AnthropicModel(SdkModel):
         if asked.tools:
             request["tools"] = [{"name": t["name"], "description": t.get("description", ""),
                                  "input_schema": t["parameters"]} for t in asked.tools]
+        if asked.output is not None and asked.output.mode == "tool":
+            self._output_tool(request, asked.output, bool(asked.tools))
         if asked.settings.temperature is not None and not self._warned_temperature:
             self._warned_temperature = True
             _log.warning("tracedagent: the Anthropic Messages API no longer accepts temperature; "
                          "AnthropicModel does not send it")
         return request
 
+    def _output_tool(self, request: dict[str, Any], output: OutputRequest, tools: bool) -> None:
+        """The typed answer as a forced tool call: the output tool, and a ``tool_choice`` that makes
+        the model call a tool (the output tool alone, when the agent has no tools), unless the
+        request options choose. A schema that is not an object (a tool's input must be one) is
+        asked for by an instruction in the system prompt instead."""
+        if output.schema.get("type") != "object":
+            request["system"] = "\n\n".join(filter(None, (request.get("system"), instruction(output))))
+            return
+        request["tools"] = [*request.get("tools", ()), {
+            "name": OUTPUT_TOOL_NAME, "description": f"Give the final answer, a {output.name}, as this tool's input.",
+            "input_schema": output.schema}]
+        if "tool_choice" not in self.request_options:
+            request["tool_choice"] = {"type": "any"} if tools else {"type": "tool", "name": OUTPUT_TOOL_NAME}
+
     def _completion(self, response: Any) -> Completion:
         return _to_completion(response)
+
+    def _noted(self, request: dict[str, Any], completion: Completion) -> Completion:
+        """As every adapter notes it; then, when the output tool was offered, its call is the answer's text."""
+        completion = super()._noted(request, completion)
+        return _output_as_text(completion) if _offers_output_tool(request) else completion
+
+    def _reader_for(self, request: dict[str, Any]) -> StreamReader:
+        return _EventReader(output_tool=_offers_output_tool(request))
 
     def _tool_choice(self, request: dict[str, Any]) -> tuple[str, str | None] | None:
         """``{"type": "auto" | "any" | "none"}``, or ``{"type": "tool", "name"}``."""
@@ -142,7 +173,10 @@ class _EventReader(StreamReader):
     ``input_json_delta`` fragments; thinking blocks kept whole for ``provider_data``), and
     ``message_delta`` (the stop reason, and usage counts so far, which replace earlier ones)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, output_tool: bool = False) -> None:
+        self.output_tool = output_tool
+        """Whether the output tool was offered: its input's fragments are read as the turn's text."""
+        self.output_index: int | None = None
         self.id: str | None = None
         self.model: str | None = None
         self.stop_reason: str | None = None
@@ -156,6 +190,8 @@ class _EventReader(StreamReader):
             if delta.type == "text_delta":
                 return [delta.text] if delta.text else []
             if delta.type == "input_json_delta":
+                if event.index == self.output_index:  # the typed answer, as text
+                    return [delta.partial_json] if delta.partial_json else []
                 return [ToolCallDelta(index=event.index, arguments=delta.partial_json or "")]
             block = self.thinking.get(event.index)
             if block is not None and delta.type == "thinking_delta":
@@ -166,6 +202,9 @@ class _EventReader(StreamReader):
         if kind == "content_block_start":
             block = event.content_block
             if block.type == "tool_use":
+                if self.output_tool and block.name == OUTPUT_TOOL_NAME:
+                    self.output_index = event.index
+                    return []
                 return [ToolCallDelta(index=event.index, id=block.id, name=block.name)]
             if block.type == "text":
                 return [block.text] if block.text else []
@@ -240,6 +279,22 @@ def _as_input(arguments: dict[str, Any] | str) -> dict[str, Any]:
     with ``{}`` (its tool result already told the model what was wrong)."""
     decoded = decode_arguments(arguments)
     return decoded if isinstance(decoded, dict) else {}
+
+
+def _offers_output_tool(request: dict[str, Any]) -> bool:
+    return any(tool.get("name") == OUTPUT_TOOL_NAME for tool in request.get("tools", ()))
+
+
+def _output_as_text(completion: Completion) -> Completion:
+    """A turn that called the output tool: its input (JSON) is the turn's text, in place of any
+    text around it, and the call is not a tool call; other calls stay (the turn is then theirs)."""
+    answers = [call for call in completion.tool_calls if call.name == OUTPUT_TOOL_NAME]
+    if not answers:
+        return completion
+    arguments = answers[-1].arguments
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    others = [call for call in completion.tool_calls if call.name != OUTPUT_TOOL_NAME]
+    return dataclasses.replace(completion, text=text, tool_calls=others)
 
 
 def _to_completion(response: Any) -> Completion:

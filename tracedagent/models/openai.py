@@ -19,9 +19,12 @@ this client talks to; ``server.address`` tells them apart.
 
 from __future__ import annotations
 
+import copy
+import re
 import uuid
 from typing import Any, Literal
 
+from .._core._output import OutputRequest, instruction
 from .._core._records import Completion, Message, ToolCall, Usage
 from .._core._request import ModelRequest
 from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
@@ -32,7 +35,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError(missing_sdk("openai", "openai")) from exc
 
-__all__ = ["OpenAIChatModel", "OpenAIClients"]
+__all__ = ["OpenAIChatModel", "OpenAIClients", "json_schema_format"]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 
@@ -43,6 +46,8 @@ class OpenAIClients(SdkModel):
 
     provider_name = "openai"
     sdk_error = openai.OpenAIError
+    output_modes = ("native", "prompted")
+    """A typed answer is asked for as a JSON schema (``response_format`` / ``text.format``) by default."""
     reserved: frozenset[str]
     """The request fields the loop sets itself, refused as request options."""
 
@@ -81,6 +86,35 @@ class OpenAIClients(SdkModel):
             return None
         named = choice.get("function", choice)
         return ("function", str(named.get("name"))) if isinstance(named, dict) else None
+
+
+def json_schema_format(output: OutputRequest) -> dict[str, Any] | None:
+    """OpenAI's ``json_schema`` format of a typed answer (``name``, ``schema``, ``strict``), or
+    ``None`` when its schema is not an object (the API takes only objects: the adapter then
+    instructs the model instead). ``strict`` where the schema allows it (every object's
+    properties all required: each then gets ``additionalProperties: false``); else the schema is
+    sent as guidance, and the answer is validated all the same."""
+    if output.schema.get("type") != "object":
+        return None
+    schema = copy.deepcopy(output.schema)
+    strict = _strict(schema)
+    return {"name": re.sub(r"[^A-Za-z0-9_-]", "_", output.name)[:64] or "answer",
+            "schema": schema if strict else output.schema, "strict": strict}
+
+
+def _strict(schema: Any) -> bool:
+    """Whether ``schema`` can be strict, closing its objects on the way (it is a copy)."""
+    if isinstance(schema, list):
+        return all([_strict(item) for item in schema])
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object":
+        properties = schema.get("properties")
+        if not isinstance(properties, dict) or set(schema.get("required", ())) != set(properties) \
+                or schema.get("additionalProperties") not in (None, False):
+            return False
+        schema["additionalProperties"] = False
+    return all([_strict(value) for key, value in schema.items() if isinstance(value, (dict, list))])
 
 
 class OpenAIChatModel(OpenAIClients):
@@ -125,6 +159,11 @@ class OpenAIChatModel(OpenAIClients):
                                    "messages": [_to_wire(m) for m in asked.messages]}
         if asked.tools:
             request["tools"] = [_tool_to_wire(t) for t in asked.tools]
+        if asked.output is not None and asked.output.mode == "native":
+            if (fmt := json_schema_format(asked.output)) is not None:
+                request["response_format"] = {"type": "json_schema", "json_schema": fmt}
+            else:  # not an object: the schema in a system message
+                request["messages"] = [{"role": "system", "content": instruction(asked.output)}, *request["messages"]]
         return self._settings(request, asked, self.max_tokens_field)
 
     def _completion(self, response: Any) -> Completion:

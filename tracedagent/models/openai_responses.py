@@ -28,11 +28,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._core._output import instruction
 from .._core._records import Completion, Message, ToolCall, Usage
 from .._core._request import ModelRequest
 from .._core._streaming import ModelChunk, ToolCallDelta, TurnEnd
 from ._common import MalformedResponseError, StreamReader, decode_arguments, encode_arguments
-from .openai import OpenAIClients, openai
+from .openai import OpenAIClients, json_schema_format, openai
 
 __all__ = ["OpenAIResponsesModel", "ResponseFailedError"]
 
@@ -78,6 +79,11 @@ class OpenAIResponsesModel(OpenAIClients):
         if asked.tools:
             request["tools"] = [{"type": "function", "name": t["name"], "description": t.get("description", ""),
                                  "parameters": t["parameters"]} for t in asked.tools]
+        if asked.output is not None and asked.output.mode == "native":
+            if (fmt := json_schema_format(asked.output)) is not None:
+                request["text"] = {**(request.get("text") or {}), "format": {"type": "json_schema", **fmt}}
+            else:  # not an object: the schema in the instructions
+                request["instructions"] = "\n\n".join(filter(None, (instructions, instruction(asked.output))))
         return self._settings(request, asked, "max_output_tokens")
 
     def _completion(self, response: Any) -> Completion:

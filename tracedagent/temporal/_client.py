@@ -17,7 +17,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .._agent._loop import Agent
+from .._agent._loop import Agent, output_spec_of
 from .._core import _names as N
 from .._core._attributes import check_attributes
 from .._core._budget import Budget
@@ -113,21 +113,25 @@ async def start_on_temporal(client: Client, agent: str, task: str, history: Sequ
         id=workflow_id or f"{agent}-{uuid.uuid4().hex}", task_queue=task_queue)
 
 
-async def result_of(handle: WorkflowHandle[Any, Any]) -> Run:
-    """The ``Run`` of a started run, once it has ended."""
-    return run_from_data(await handle.result())
+async def result_of(handle: WorkflowHandle[Any, Any], *, output_type: Any = None) -> Run:
+    """The ``Run`` of a started run, once it has ended. An agent with an output type answers with
+    JSON text across Temporal: name the type (``output_type``, the worker agent's) and an ok run's
+    ``output`` is its value, as ``arun`` returns it; without it, the text."""
+    return run_from_data(await handle.result(), output_spec_of(output_type))
 
 
 async def run_on_temporal(client: Client, agent: str, task: str, history: Sequence[Message] | None = None, *,
                           budget: Budget | None = None, conversation_id: str | None = None,
                           task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE, workflow_id: str | None = None,
                           tracer_provider: trace.TracerProvider | None = None,
-                          approval_timeout: float | None = None, attributes: Mapping[str, Any] | None = None) -> Run:
+                          approval_timeout: float | None = None, attributes: Mapping[str, Any] | None = None,
+                          output_type: Any = None) -> Run:
     """Run the agent named ``agent`` on Temporal and wait for its ``Run``, as ``agent.arun``
     would return it: never raising on a budget, a model's or a tool's failure. Inside a span
     of its own (``run_on_temporal AGENT``, kind client) that is the run span's parent. A run
     that waits for approval waits as ``start_on_temporal`` says (``approval_timeout``); ``attributes``
-    as there (on the run span, not on this client span)."""
+    as there (on the run span, not on this client span); ``output_type`` decodes a typed answer
+    (``result_of``)."""
     workflow_id = workflow_id or f"{agent}-{uuid.uuid4().hex}"
     check_attributes(attributes)  # a refusal is the caller's error, before the client span
     tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
@@ -138,7 +142,7 @@ async def run_on_temporal(client: Client, agent: str, task: str, history: Sequen
                                          conversation_id=conversation_id, task_queue=task_queue,
                                          workflow_id=workflow_id, approval_timeout=approval_timeout,
                                          attributes=attributes)
-        run = await result_of(handle)
+        run = await result_of(handle, output_type=output_type)
         span.set_attribute(N.STOP_REASON, run.stop.value)
         if not run.ok:
             span.set_status(Status(StatusCode.ERROR))

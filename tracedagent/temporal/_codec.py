@@ -21,6 +21,7 @@ from .._core._attributes import check_attributes
 from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint, budget_from
 from .._core._messages import check_messages
+from .._core._output import OutputSpec
 from .._core._provider_messages import loop_messages
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage, error_type, message_of
 from .._core._run import Run, Step
@@ -130,7 +131,11 @@ def request_from_data(request: Any) -> dict[str, Any]:
 
 
 def run_to_data(run: Run) -> dict[str, Any]:
-    return {"output": run.output, "stop": run.stop.value, "step_count": run.step_count,
+    """A ``Run`` as JSON. A typed answer (``Agent(output_type=...)``) crosses as its text, which
+    ``run_from_data`` validates again with the output type the client names (``typed``)."""
+    typed = run.ok and not isinstance(run.output, str)
+    return {"output": run.text if typed else run.output, "typed": typed, "text": run.text,
+            "output_retries": run.output_retries, "stop": run.stop.value, "step_count": run.step_count,
             "steps": [{"index": s.index, "completion": completion_to_data(s.completion),
                        "tool_results": [result_to_data(r) for r in s.tool_results],
                        # which calls waited, and whether the run paused on them: their fate (pending)
@@ -143,8 +148,19 @@ def run_to_data(run: Run) -> dict[str, Any]:
             "paused": None if run.paused is None else run.paused.dumps()}
 
 
-def run_from_data(data: dict[str, Any]) -> Run:
-    return Run(output=data["output"], stop=Stop(data["stop"]), step_count=data["step_count"],
+def run_from_data(data: dict[str, Any], output: OutputSpec | None = None) -> Run:
+    """The ``Run`` of ``run_to_data``; a typed answer decoded with ``output`` (the output type's spec,
+    ``output_spec``), else left as its JSON text. A text that does not validate as the type the
+    client names is a ``ValueError``: the worker's agent has another output type."""
+    value = data["output"]
+    if data.get("typed") and output is not None:
+        check = output.validate(value)
+        if check.problem is not None:
+            raise ValueError(f"the run's answer is not a {output.name} ({check.problem}): the worker's "
+                             f"agent has another output type")
+        value = check.value
+    return Run(output=value, text=data.get("text", ""), output_retries=data.get("output_retries", 0),
+               stop=Stop(data["stop"]), step_count=data["step_count"],
                steps=[Step(index=s["index"], completion=completion_from_data(s["completion"]),
                            tool_results=[result_from_data(r) for r in s["tool_results"]],
                            waiting={int(i): why for i, why in s.get("waiting", ())}, paused=s.get("paused", False),

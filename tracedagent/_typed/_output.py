@@ -1,0 +1,79 @@
+"""A run's output type as an ``OutputSpec``, validated by pydantic.
+
+``output_spec(T)`` takes anything pydantic's ``TypeAdapter`` takes - a pydantic model, a
+dataclass, a ``TypedDict``, a container or scalar type, a ``Literal``, a union of them - and
+gives the run machine its name, its JSON schema and ``validate(text)``: the answer's text read
+as JSON and validated in pydantic's JSON mode (so ``"2026-01-02"`` is a ``date``, a whole-number
+float an ``int``), every problem summarized without the input's values (the summary is shown to
+the model and, when the retries run out, in the run's output sentence: no content in telemetry).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, get_args, get_origin
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+
+from .._core._output import OutputCheck, bounded_problem
+
+__all__ = ["TypedOutput", "output_spec", "type_name"]
+
+MAX_ERRORS = 5
+"""At most this many of pydantic's errors are summarized for the model."""
+
+_FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True, eq=False)
+class TypedOutput:
+    """An ``OutputSpec`` for the Python type ``type``."""
+
+    type: Any
+    """The output type, as given to ``Agent(output_type=...)``."""
+    name: str
+    """Its name (``Weather``, ``list[int]``, ``Literal['yes', 'no']``)."""
+    schema: dict[str, Any]
+    """Its JSON schema (pydantic's, for validation)."""
+    _adapter: TypeAdapter[Any] = field(repr=False)
+
+    def validate(self, text: str) -> OutputCheck:
+        """``text`` (JSON, a code fence around it tolerated) as a value of the type, or the problem."""
+        if (fenced := _FENCE.match(text)) is not None:
+            text = fenced.group(1)
+        try:
+            return OutputCheck(self._adapter.validate_json(text))
+        except ValidationError as exc:
+            return OutputCheck(problem=summary(exc))
+
+
+def output_spec(output_type: Any) -> TypedOutput:
+    """The ``OutputSpec`` of ``output_type``; a type pydantic cannot validate is a ``TypeError``
+    when the agent is built, not a surprise in the middle of a run."""
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        schema = adapter.json_schema()
+    except (PydanticSchemaGenerationError, PydanticUserError) as exc:
+        raise TypeError(f"output_type {type_name(output_type)} cannot be validated: {exc}") from None
+    return TypedOutput(type=output_type, name=type_name(output_type), schema=schema, _adapter=adapter)
+
+
+def type_name(output_type: Any) -> str:
+    """A type's readable name: a class's own, else the typing form's spelling without ``typing.``."""
+    if isinstance(output_type, type) and not get_args(output_type) and get_origin(output_type) is None:
+        return output_type.__name__
+    return repr(output_type).replace("typing.", "").replace("typing_extensions.", "")
+
+
+def summary(exc: ValidationError) -> str:
+    """pydantic's errors, each ``location: message``, at most ``MAX_ERRORS``, without input values."""
+    errors = exc.errors()  # each error's "input" is left out below
+    parts = []
+    for error in errors[:MAX_ERRORS]:
+        where = ".".join(str(part) for part in error["loc"])
+        parts.append(f"{where}: {error['msg']}" if where else error["msg"])
+    if len(errors) > MAX_ERRORS:
+        parts.append(f"and {len(errors) - MAX_ERRORS} more")
+    return bounded_problem("; ".join(parts))
