@@ -29,7 +29,7 @@ from ._budget import Stop
 from ._checkpoint import NESTED_ID_SEPARATOR, Checkpoint, PendingCall, SubAgentPause, escape_id
 from ._decisions import Decision, settle
 from ._deadline import Deadline, DeadlineExceeded
-from ._output import OutputRequest, OutputSpec
+from ._output import OutputSpec, output_request
 from ._records import Completion, ToolCall, ToolOutcome, ToolResult, being_cancelled
 from ._request import ModelRequest, ModelSettings
 from ._run import Run, RunState, Step, current_run
@@ -194,8 +194,7 @@ class RunMachine:
         self._waiting: tuple[Wait, float | None] | None = None
         """The ``Wait`` handed out, and the run's seconds left when it began (the wait is not running time)."""
         self._spec = output
-        self._output = None if output is None else OutputRequest(name=output.name, schema=output.schema,
-                                                                  mode=output_mode)  # each call's request
+        self._output = output_request(output, output_mode)  # each call's request
         state.typed = output is not None
 
     def __enter__(self) -> RunMachine:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["OutputSpec", "OutputCheck", "OutputRequest", "OUTPUT_MODES", "OUTPUT_TOOL_NAME", "MAX_PROBLEM_LENGTH",
-           "output_mode", "instruction", "with_instruction", "retry_message", "bounded_problem"]
+           "output_mode", "output_request", "instruction", "with_instruction", "retry_message", "bounded_problem"]
 
 OUTPUT_MODES = ("auto", "prompted", "native", "tool")
 """How a typed answer is asked for: ``auto`` is the model's first declared mode (its
@@ -71,6 +71,12 @@ class OutputRequest:
     """The JSON schema of the answer."""
     mode: str
     """``prompted``, ``native`` or ``tool`` (``OUTPUT_MODES``, ``auto`` resolved)."""
+
+
+def output_request(spec: OutputSpec | None, mode: str) -> OutputRequest | None:
+    """What each model call of a run with output type ``spec`` is asked for (``None``: untyped):
+    the machine's calls and a durable workflow's model activity ask the same."""
+    return None if spec is None else OutputRequest(name=spec.name, schema=spec.schema, mode=mode)
 
 
 def output_mode(asked: str, model: Any) -> str:

@@ -98,7 +98,7 @@ async def model_call(request: dict[str, Any]) -> dict[str, Any]:
     try:
         deadline = _deadline(request["seconds_left"])
         asked = ModelRequest(messages=request["messages"], tools=agent.schemas, settings=agent.agent._settings,
-                             timeout=None if deadline is None else deadline.left())
+                             timeout=None if deadline is None else deadline.left(), output=agent.output)
         completion = await _heartbeating(agent.model.acomplete(asked, deadline=deadline))
     except DeadlineExceeded:
         return await _exported(agent, {"cut": True})

@@ -50,7 +50,7 @@ def worker(client: Client, agents: Iterable[Agent], *, task_queue: str = N.TEMPO
     # The workflow's code runs in Temporal's sandbox; tracedagent and OpenTelemetry are passed
     # through (imported once, shared with the activities), which the determinism above needs.
     runner = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(
-        "tracedagent", "opentelemetry"))
+        "tracedagent", "opentelemetry", "pydantic", "pydantic_core"))  # pydantic: typed tools and outputs (_typed)
     # Around it, outside the sandbox: each workflow task's spans exported before Temporal records it.
     worker_options["workflow_runner"] = FlushingRunner(worker_options.get("workflow_runner", runner),
                                                        lambda: tracer_providers(task_queue), settings.flush_timeout)

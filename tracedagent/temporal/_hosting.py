@@ -16,6 +16,7 @@ from typing import Any
 from temporalio.common import RetryPolicy
 
 from .._agent._loop import Agent
+from .._core._output import output_request
 from .._core._payloads import max_payload_from_env
 from .._core._tools import Tool
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
@@ -94,6 +95,8 @@ class HostedAgent:
         self.model = InstrumentedModel(agent.model, calls)
         self.tools = InstrumentedRegistry(agent.registry, calls)
         self.schemas: list[dict[str, Any]] | None = agent.registry.schemas() or None
+        self.output = output_request(agent._output, agent.output_mode)
+        """What the model activity asks each call to answer with (a typed agent), as the machine asks."""
         self.tracer_provider = telemetry.tracer_provider
         """The agent's tracer provider (``None``: the global one), flushed after each activity."""
 

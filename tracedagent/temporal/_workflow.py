@@ -31,6 +31,7 @@ from .._core._attributes import run_attributes
 from .._core._checkpoint import BadDecisions, Checkpoint
 from .._core._deadline import DeadlineExceeded
 from .._core._decisions import Decision, check_decisions, decisions_from_data
+from .._core._output import with_instruction
 from .._core._machine import DecidedCall, RunMachine, Waits
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult
 from .._core._request import ModelRequest
@@ -128,7 +129,8 @@ class AgentRun:
         agent = hosted(info.task_queue, checked["agent"])
         a = agent.agent
         budget = checked["budget"] or a.budget
-        messages = initial_messages(a.system_prompt, checked["history"], checked["task"])
+        messages = initial_messages(with_instruction(a.system_prompt, a._output, a.output_mode), checked["history"],
+                                    checked["task"])  # a typed run's prompted instruction, as under arun
         conversation_id = checked["conversation_id"]
         token = otel_context.attach(PROPAGATOR.extract(checked["traceparent"]))
         try:
@@ -141,7 +143,8 @@ class AgentRun:
                                            conversation_id=conversation_id, agent=a.name, tools=a.registry.names,
                                            span_id=traced.span_id)
             state.checkpoint_keys, state.checkpoint_max_age = a._checkpoint_keys, a.checkpoint_max_age
-            machine = RunMachine(state, a.registry, traced, waits=Waits(lambda: workflow.uuid4().hex, workflow.time))
+            machine = RunMachine(state, a.registry, traced, output=a._output, output_mode=a.output_mode,
+                                 waits=Waits(lambda: workflow.uuid4().hex, workflow.time))
             try:
                 with machine:  # an exception out of the pump ends the run span with what it used
                     run = await pump(machine, _Activities(agent, state, self, checked["approval_timeout"], traced.attributes),
