@@ -283,3 +283,19 @@ def test_the_workflows_run_span_names_a_temporal_cancellation_and_keeps_what_the
     (span,) = exporter.get_finished_spans()
     assert span.attributes[N.STOP_REASON] == "cancelled" and span.attributes["error.type"] == "cancelled"
     assert span.attributes[N.STEPS] == 2 and list(span.attributes[N.TOOLS_REQUESTED]) == ["search_help"]
+
+
+async def test_a_call_approved_after_a_wait_is_requested_once_as_under_resume():
+    """The decided call is in the paused turn and in the decided step: the model asked for it
+    once (``requested_tools`` and the run span's ``tracedagent.tools.requested``), as the paused
+    and the resumed run count it once each, side by side."""
+    provider, exporter = recording()
+    run = await drive(Agent(FakeModel([PAUSING, "done"]), TOOLS, name="desk", tracer_provider=provider),
+                      decide=lambda cp: {"c2": True})
+    paused = await Agent(FakeModel([PAUSING]), TOOLS, name="desk").arun("help me")
+    resumed = Agent(FakeModel(["done"]), TOOLS, name="desk").resume(paused.paused, {"c2": True})
+    assert run.requested_tools() == paused.requested_tools() == ["search_help", "close_account"]
+    assert resumed.requested_tools() == ["close_account"]
+    assert run.trajectory() == ["search_help", "close_account"] == paused.trajectory() + resumed.trajectory()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent desk"]
+    assert list(span.attributes[N.TOOLS_REQUESTED]) == ["search_help", "close_account"]
