@@ -28,6 +28,11 @@ class Stop(str, enum.Enum):
     APPROVAL_REQUIRED = "approval_required"
     """Calls wait for a person's decision (``Run.pending``): not a failure, a pause. The run's
     ``checkpoint()`` is what ``Agent.resume`` continues from, once they are decided."""
+    PAYLOAD_LIMIT = "payload_limit"
+    """The conversation grew past what a durable run may send in one payload (Temporal's limit,
+    ``ActivitySettings.max_payload``): the next model request was not sent. Only a run on
+    Temporal stops so (``run``/``arun`` send no payloads); the conversation cannot go on there:
+    start a new one with less of it."""
     CANCELLED = "cancelled"
     """The run was interrupted (its task cancelled, or ``KeyboardInterrupt``), or the consumer of
     its stream stopped reading before it ended. ``run``/``arun`` return no ``Run`` for it - the

@@ -21,6 +21,7 @@ from .._core._attributes import check_attributes
 from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint, budget_from
 from .._core._messages import check_messages
+from .._core._payloads import payload_size
 from .._core._provider_messages import loop_messages
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage, error_type, message_of
 from .._core._run import Run, Step
@@ -29,7 +30,7 @@ from .._core._tools import Approved
 
 __all__ = ["RemoteError", "request_from_data", "completion_to_data", "completion_from_data", "result_to_data", "result_from_data",
            "run_to_data", "run_from_data", "budget_to_data", "budget_from_data", "error_to_data",
-           "error_from_data", "call_to_data", "call_from_data"]
+           "error_from_data", "call_to_data", "call_from_data", "run_within", "CUT"]
 
 _redact = Redactor()
 
@@ -154,3 +155,44 @@ def run_from_data(data: dict[str, Any]) -> Run:
                error=None if data["error"] is None else error_from_data(data["error"]),
                sub_runs=[run_from_data(r) for r in data["sub_runs"]], conversation_id=data["conversation_id"],
                paused=Checkpoint.loads(data["paused"]) if data.get("paused") else None)
+
+
+CUT = "cut"
+"""The key of a run's data that lists what ``run_within`` left out to fit the payload limit."""
+
+
+def run_within(data: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A run's data (``run_to_data``) cut to fit in ``limit`` bytes, the workflow's result: a
+    larger one the server would refuse, terminating the workflow (no ``Run`` for its caller).
+    What the caller decides on stays - the stop, output, counts, tokens, cost, trace id and
+    every call's name, arguments and outcome; what is left out goes in this order, each only if
+    still needed, and is named in ``data["cut"]``: ``"messages"`` (the conversation, the run's
+    and its sub-runs'), ``"contents"`` (the model's texts and provider data, the tools'
+    results: each a marker with its size), then ``"steps"`` and ``"sub_runs"``, then
+    ``"paused"`` (a paused run's checkpoint, which holds the conversation: no resume)."""
+    if payload_size(data) <= limit:
+        return data
+    data, cut = dict(data), []
+    for what, trim in (("messages", _without_messages), ("contents", _without_contents),
+                       ("steps", lambda d: {**d, "steps": [], "sub_runs": []}), ("paused", lambda d: {**d, "paused": None})):
+        data = trim(data)
+        cut.append(what)
+        if payload_size({**data, CUT: cut}) <= limit:
+            break
+    return {**data, CUT: cut}
+
+
+def _without_messages(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "messages": [], "sub_runs": [_without_messages(r) for r in data["sub_runs"]]}
+
+
+def _marker(value: Any) -> Any:
+    return value if not value else f"[cut: {payload_size(value):,} bytes]"
+
+
+def _without_contents(data: dict[str, Any]) -> dict[str, Any]:
+    steps = [{**step, "completion": {**step["completion"], "text": _marker(step["completion"]["text"]),
+                                     "provider_data": None},
+              "tool_results": [{**r, "content": _marker(r["content"])} for r in step["tool_results"]]}
+             for step in data["steps"]]
+    return {**data, "steps": steps, "sub_runs": [_without_contents(r) for r in data["sub_runs"]]}

@@ -33,6 +33,7 @@ from .._core._checkpoint import BadDecisions, Checkpoint
 from .._core._deadline import DeadlineExceeded
 from .._core._decisions import Decision, check_decisions, decisions_from_data
 from .._core._machine import DecidedCall, RunMachine, Waits
+from .._core._payloads import too_large
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult
 from .._core._request import ModelRequest
 from .._core._run import Run, RunState, initial_messages
@@ -43,7 +44,7 @@ from .._instrumentation._observer import RunScope
 from .._instrumentation._spans import ToolScope, failure_kind
 from ._activities import PROPAGATOR, traceparent
 from ._codec import (budget_to_data, call_to_data, completion_from_data, error_from_data, request_from_data,
-                     result_from_data, run_from_data, run_to_data)
+                     result_from_data, run_from_data, run_to_data, run_within)
 from ._hosting import HostedAgent, hosted, is_hosted
 from ._pump import pump
 from ._search import run_search_attributes
@@ -167,7 +168,7 @@ class AgentRun:
             otel_context.detach(token)
             raise
         otel_context.detach(token)
-        return run_to_data(run)
+        return run_within(run_to_data(run), agent.settings.max_payload)  # else the server terminates the workflow
 
 
 class _RunScope(RunScope):
@@ -235,6 +236,8 @@ class _Activities:
                    "traceparent": traceparent()}
         if self.state.budget.priced:  # the chat span prices its call as the run does
             request["budget"] = budget_to_data(self.state.budget)
+        if (over := too_large(request, self.settings.max_payload, "model request")) is not None:
+            return over  # not sent (the server would terminate the workflow): the machine names the stop
         try:
             answer = await workflow.execute_activity(
                 N.TEMPORAL_MODEL_ACTIVITY, request,
