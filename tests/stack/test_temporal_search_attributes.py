@@ -6,6 +6,7 @@ naming them, before it polls anything; and the upsert ``run_search_attributes`` 
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from datetime import timedelta
 
@@ -146,6 +147,10 @@ async def test_the_run_workflow_upserts_waiting_then_its_stop_reason_found_with_
     trace_id = described.get(SEARCH_KEYS[N.TEMPORAL_SEARCH_TRACE_ID])
     assert trace_id is not None and len(trace_id) == 32
     assert described.get(SEARCH_KEYS[N.TEMPORAL_SEARCH_STOP_REASON]) is None, "no stop yet"
+    # What `temporal workflow describe` and the UI show: an id a person can read, and the memo.
+    assert re.fullmatch(rf"{name}-[0-9a-f]{{12}}", handle.id)
+    assert await (await handle.describe()).memo() == {N.TEMPORAL_SEARCH_AGENT: name, N.TEMPORAL_SEARCH_TRACE_ID: trace_id,
+                                                      N.TEMPORAL_SEARCH_CONVERSATION_ID: f"conv-{name}"}
 
     async with worker(client, [agent()], task_queue=queue):
         await approve_on_temporal(client, handle.id, {"r1": True})
@@ -165,4 +170,6 @@ async def test_a_worker_without_search_attributes_upserts_none():
         handle = await start_on_temporal(client, name, "hi", task_queue=queue)
         run = await result_of(handle)
     assert run.stop is Stop.ANSWERED
-    assert (await handle.describe()).typed_search_attributes.get(SEARCH_KEYS[N.TEMPORAL_SEARCH_AGENT]) is None
+    described = await handle.describe()
+    assert described.typed_search_attributes.get(SEARCH_KEYS[N.TEMPORAL_SEARCH_AGENT]) is None
+    assert await described.memo() == {N.TEMPORAL_SEARCH_AGENT: name}, "a memo needs no registration"

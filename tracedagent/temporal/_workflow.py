@@ -47,13 +47,15 @@ from ._codec import (budget_to_data, call_to_data, completion_from_data, error_f
                      result_from_data, run_from_data, run_to_data, run_within)
 from ._hosting import HostedAgent, hosted, is_hosted
 from ._pump import pump
-from ._search import run_search_attributes
+from ._search import run_memo, run_search_attributes
 
-__all__ = ["AgentRun", "SEARCH_ATTRIBUTES_PATCH"]
+__all__ = ["AgentRun", "SEARCH_ATTRIBUTES_PATCH", "MEMO_PATCH"]
 
 SEARCH_ATTRIBUTES_PATCH = "tracedagent-search-attributes"
 """The ``workflow.patched`` id of the search-attribute upserts: a run started by a worker before
 them replays without them (its history has no upsert commands); every new run has them."""
+MEMO_PATCH = "tracedagent-memo"
+"""The ``workflow.patched`` id of the memo a run sets when it starts (``run_memo``), likewise."""
 
 
 @workflow.defn(name=N.TEMPORAL_WORKFLOW)
@@ -145,6 +147,8 @@ class AgentRun:
             traced.span.set_attributes({N.TEMPORAL_WORKFLOW_ID: info.workflow_id,
                                         N.TEMPORAL_TASK_QUEUE: info.task_queue})
             # Asked once, here, on every replay too: the upserts are workflow commands.
+            if workflow.patched(MEMO_PATCH):
+                workflow.upsert_memo(run_memo(agent=a.name, trace_id=traced.trace_id, conversation_id=conversation_id))
             traced.searchable = agent.search_attributes and workflow.patched(SEARCH_ATTRIBUTES_PATCH)
             traced.upsert(agent=a.name, trace_id=traced.trace_id, conversation_id=conversation_id, waiting=False)
             state = self._state = RunState(budget, messages, clock=workflow.time, trace_id=traced.trace_id,
