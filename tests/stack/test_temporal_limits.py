@@ -26,6 +26,13 @@ from tracedagent._core._payloads import payload_size  # noqa: E402
 from tracedagent.temporal import ActivitySettings, result_of, run_on_temporal, start_on_temporal, worker  # noqa: E402
 
 
+def recording() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
 @tool
 def dump_log(megabytes: int) -> str:
     """The whole log."""
@@ -34,10 +41,7 @@ def dump_log(megabytes: int) -> str:
 
 async def test_a_tool_result_over_the_payload_limit_is_the_calls_named_error_and_the_run_goes_on():
     require_temporal()
-    client = await Client.connect(TEMPORAL)
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    client, (provider, exporter) = await Client.connect(TEMPORAL), recording()
     name, queue = f"agent-{uuid.uuid4().hex[:8]}", f"q-{uuid.uuid4().hex}"
     agent = Agent(FakeModel([tool_call("dump_log", {"megabytes": 3}, id="d1"), "the log is too large"]), [dump_log],
                   name=name, tracer_provider=provider)
@@ -64,10 +68,7 @@ async def test_a_conversation_growing_past_the_payload_limit_ends_payload_limit_
     stops ``payload_limit`` with its ``Run`` (its result cut to fit), every span ended, the
     workflow completed (before: terminated by the server, no ``Run``, spans never ended)."""
     require_temporal()
-    client = await Client.connect(TEMPORAL)
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    client, (provider, exporter) = await Client.connect(TEMPORAL), recording()
     name, queue = f"agent-{uuid.uuid4().hex[:8]}", f"q-{uuid.uuid4().hex}"
     limit = 100_000  # a small server limit, as ``limit.blobSize.error`` would set it
     agent = Agent(FakeModel([tool_call("read_page", {"page": i}, id=f"p{i}") for i in range(10)], by_step=True),
