@@ -8,7 +8,7 @@ from sample_tools import TOOLS
 from tracedagent import Budget, Stop
 from tracedagent.testing import tool_call
 
-__all__ = ["TOOLS", "SCENARIOS", "RETURNED_STOPS", "OUTPUT_TYPES", "Verdict", "many"]  # TOOLS: the registry every scenario runs against
+__all__ = ["TOOLS", "SCENARIOS", "RETURNED_STOPS", "OUTPUT_TYPES", "TEMPORAL_ONLY_STOPS", "Verdict", "many"]  # TOOLS: the registry every scenario runs against
 
 
 @dataclass
@@ -41,7 +41,11 @@ SCENARIOS = {
     Stop.APPROVAL_REQUIRED: (lambda: [tool_call("search_help", {"q": "a"}), tool_call("close_account", {"account": "A1"})],
                              Budget(), 2),
 }
-RETURNED_STOPS = set(Stop) - {Stop.CANCELLED}
+TEMPORAL_ONLY_STOPS = {Stop.PAYLOAD_LIMIT}
+"""Stops only a run on Temporal reaches, so no ``run``/``arun`` scenario here (nor a demo one):
+``payload_limit``, a model request over Temporal's payload limit (tests/test_temporal_pump.py,
+tests/stack/test_temporal_limits.py)."""
+RETURNED_STOPS = set(Stop) - {Stop.CANCELLED} - TEMPORAL_ONLY_STOPS
 SCENARIOS[Stop.INVALID_OUTPUT] = (lambda: [tool_call("search_help", {"q": "a"}), "approve it", '{"approve": true}'],
                                   Budget(max_output_retries=1), 3)
 OUTPUT_TYPES = {Stop.INVALID_OUTPUT: Verdict}

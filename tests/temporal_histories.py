@@ -5,9 +5,10 @@ deployed now must replay its history without a nondeterminism error (docs/tempor
 "Upgrading workers"). ``HISTORIES`` names each recorded run and builds the agents it ran
 (same names, tools, budgets and scripts: a replay decides from the agent's definition and
 the history). ``python -m tests.temporal_histories ADDRESS`` records them again into
-tests/data/temporal_histories/ with the worker of the checked-out code (the histories
-committed were recorded with the worker before the workflow became a pump of the run
-machine); ``tests/test_temporal_replay.py`` replays them without a server.
+tests/data/temporal_histories/ (or the directory given after it) with the worker of the
+checked-out code (the histories there were recorded with the worker before the workflow became
+a pump of the run machine; those in ``searchable/`` with the worker that upserts search
+attributes); ``tests/test_temporal_replay.py`` replays both without a server.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ from tracedagent.testing import FakeModel, tool_call
 QUEUE = "histories"
 """The task queue every recorded run ran on (a replay finds its agents by queue and name)."""
 DIRECTORY = Path(__file__).parent / "data" / "temporal_histories"
+SEARCHABLE = DIRECTORY / "searchable"
+"""The same runs recorded by the worker that upserts search attributes and a memo (#40), behind
+``workflow.patched``: their histories carry the patch markers and the upserts, which a later
+worker must ask for again (``python tests/temporal_histories.py ADDRESS tests/data/temporal_histories/searchable``)."""
 
 
 @tool(requires_approval=True)
@@ -144,13 +149,13 @@ def all_agents() -> list[Agent]:
     return [agent for make in HISTORIES.values() for agent in make()]
 
 
-async def _record(address: str) -> None:  # pragma: no cover - run by hand against a dev server
+async def _record(address: str, directory: Path = DIRECTORY) -> None:  # pragma: no cover - by hand, on a dev server
     from temporalio.client import Client
 
     from tracedagent.temporal import approve_on_temporal, start_on_temporal, waiting_on_temporal, worker
 
     client = await Client.connect(address)
-    DIRECTORY.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
     async with worker(client, all_agents(), task_queue=QUEUE):
         for name, make in HISTORIES.items():
             agent = make()[0]
@@ -170,14 +175,14 @@ async def _record(address: str) -> None:  # pragma: no cover - run by hand again
             except Exception as exc:  # the cancelled one
                 print(name, "ended", type(exc).__name__)
             history = await handle.fetch_history()
-            (DIRECTORY / f"{name}.json").write_text(json.dumps(json.loads(history.to_json()), indent=None) + "\n")
+            (directory / f"{name}.json").write_text(json.dumps(json.loads(history.to_json()), indent=None) + "\n")
             children = [e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
                         for e in history.events if e.HasField("child_workflow_execution_started_event_attributes")]
             for n, child in enumerate(sorted(children)):  # a sub-agent's run: the same workflow, replayed too
                 data = (await client.get_workflow_handle(child).fetch_history()).to_json()
-                (DIRECTORY / f"{name}.child{n}.json").write_text(json.dumps(json.loads(data)) + "\n")
+                (directory / f"{name}.child{n}.json").write_text(json.dumps(json.loads(data)) + "\n")
             print(name, "recorded", len(children), "children")
 
 
 if __name__ == "__main__":  # pragma: no cover
-    asyncio.run(_record(sys.argv[1]))
+    asyncio.run(_record(sys.argv[1], *(Path(a) for a in sys.argv[2:3])))

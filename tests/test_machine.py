@@ -249,6 +249,20 @@ def test_a_failed_model_call_counts_as_a_step():
     assert m.observer.events == [("start", 0), ("run", Stop.MODEL_ERROR)]
 
 
+def test_a_model_request_over_the_payload_limit_ends_the_run_payload_limit():
+    """A durable driver did not send the request (Temporal's payload limit): the machine names
+    the stop, the step counted as a failed call's, the run returned."""
+    from tracedagent._core._payloads import PayloadTooLarge
+
+    m = machine()
+    m.start()
+    error = PayloadTooLarge("model request", 3_000_000, 2_097_152)
+    action = m.model_failed(error)
+    assert action.run.stop is Stop.PAYLOAD_LIMIT and action.run.error is error and action.run.step_count == 1
+    assert "3,000,000 bytes" in action.run.output and action.run.output.startswith("Stopped:")
+    assert m.observer.events == [("start", 0), ("run", Stop.PAYLOAD_LIMIT)]
+
+
 def test_a_models_own_cancelled_error_is_its_failure_outside_a_cancelled_task():
     m = machine()
     m.start()

@@ -15,7 +15,7 @@ from tracedagent._core._records import error_type  # noqa: E402
 from tracedagent.temporal import ActivitySettings, RemoteError  # noqa: E402
 from tracedagent.temporal._codec import (budget_from_data, budget_to_data, completion_from_data,  # noqa: E402
                                          completion_to_data, error_from_data, error_to_data, run_from_data,
-                                         run_to_data)
+                                         run_to_data, run_within)
 from tracedagent.testing import FakeModel, tool_call  # noqa: E402
 
 from sample_tools import TOOLS  # noqa: E402
@@ -41,6 +41,26 @@ def test_a_run_with_every_kind_of_record_comes_back_equal():
     assert back.trajectory() == run.trajectory() and back.blocked_tools() == run.blocked_tools()
     assert isinstance(back.error, RemoteError) and error_type(back.error) == "TimeoutError"
     assert str(back.error) == "read timed out"
+
+
+def test_a_run_over_the_payload_limit_is_cut_to_fit_keeping_what_its_caller_decides_on():
+    """The workflow's result must fit (the server terminates a workflow whose result does not):
+    the conversation goes first, then the contents, then the steps; ``cut`` says what went."""
+    from tracedagent._core._payloads import payload_size
+
+    big = "x" * 20_000
+    run = Agent(FakeModel([tool_call("search_help", {"q": big}, id="a"), "done " + "y" * 3_000]), TOOLS).run(big)
+    data = through_json(run_to_data(run))
+    assert run_within(data, payload_size(data)) is data, "a run that fits is sent as it is"
+    for limit, cut in ((60_000, ["messages"]), (30_000, ["messages", "contents"]), (6_000, ["messages", "contents", "steps"])):
+        fitted = through_json(run_within(data, limit))
+        assert payload_size(fitted) <= limit and fitted["cut"] == cut, limit
+        back = run_from_data(fitted)
+        assert (back.stop, back.output, back.step_count, back.input_tokens, back.trace_id) == \
+            (run.stop, run.output, run.step_count, run.input_tokens, run.trace_id)
+        if "steps" not in cut:
+            assert back.requested_tools() == run.requested_tools() and back.trajectory() == run.trajectory()
+    assert payload_size(data) > 60_000 > payload_size({**data, "messages": []})
 
 
 def test_a_sub_run_comes_back_inside_its_run():

@@ -285,3 +285,54 @@ def test_the_workflows_run_span_names_a_temporal_cancellation_and_keeps_what_the
     (span,) = exporter.get_finished_spans()
     assert span.attributes[N.STOP_REASON] == "cancelled" and span.attributes["error.type"] == "cancelled"
     assert span.attributes[N.STEPS] == 2 and list(span.attributes[N.TOOLS_REQUESTED]) == ["search_help"]
+
+
+async def test_a_call_approved_after_a_wait_is_requested_once_as_under_resume():
+    """The decided call is in the paused turn and in the decided step: the model asked for it
+    once (``requested_tools`` and the run span's ``tracedagent.tools.requested``), as the paused
+    and the resumed run count it once each, side by side."""
+    provider, exporter = recording()
+    run = await drive(Agent(FakeModel([PAUSING, "done"]), TOOLS, name="desk", tracer_provider=provider),
+                      decide=lambda cp: {"c2": True})
+    paused = await Agent(FakeModel([PAUSING]), TOOLS, name="desk").arun("help me")
+    resumed = Agent(FakeModel(["done"]), TOOLS, name="desk").resume(paused.paused, {"c2": True})
+    assert run.requested_tools() == paused.requested_tools() == ["search_help", "close_account"]
+    assert resumed.requested_tools() == ["close_account"]
+    assert run.trajectory() == ["search_help", "close_account"] == paused.trajectory() + resumed.trajectory()
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent desk"]
+    assert list(span.attributes[N.TOOLS_REQUESTED]) == ["search_help", "close_account"]
+
+
+async def test_a_conversation_past_the_payload_limit_ends_payload_limit_with_its_run_and_every_span_ended():
+    """The workflow's executor checks the model request's size before it is sent and returns
+    ``PayloadTooLarge`` as the call's failure (as ``_Activities.model`` does): the machine names
+    the stop, the run is returned and its spans end (the server would have terminated it)."""
+    from tracedagent._core._payloads import too_large
+
+    class Bounded(FakeActivities):
+        async def model(self, request):
+            if (over := too_large({"messages": request.messages}, 6_000, "model request")) is not None:
+                return over
+            return await super().model(request)
+
+    @tool
+    def dump(n: int) -> str:
+        """Dumps n kilobytes."""
+        return "x" * (n * 1024)
+
+    provider, exporter = recording()
+    agent = Agent(FakeModel([tool_call("dump", {"n": 2}, id="d1"), tool_call("dump", {"n": 5}, id="d2"), "never"]),
+                  [dump], name="desk", tracer_provider=provider)
+    state = RunState(agent.budget, initial_messages(None, None, "go"), clock=Clock(), agent="desk",
+                     tools=agent.registry.names)
+    scope = RunScope(agent._telemetry, agent.budget, state.messages, None, asynchronous=True)
+    machine = RunMachine(state, agent.registry, scope, waits=Waits(lambda: "p", Clock()))
+    with machine:
+        run = await pump(machine, Bounded(agent, state, Clock()), parallel=False, concurrency=None)
+    assert run.stop is Stop.PAYLOAD_LIMIT and run.step_count == 3 and run.trajectory() == ["dump", "dump"]
+    assert type(run.error).__name__ == "PayloadTooLarge" and "6,000 bytes" in run.output
+    assert agent.model.call_count == 2, "the third request was not sent"
+    spans = exporter.get_finished_spans()
+    (root,) = [s for s in spans if s.name == "invoke_agent desk"]
+    assert root.attributes[N.STOP_REASON] == "payload_limit" and root.status.status_code.name == "ERROR"
+    assert [s.name for s in spans].count("step") == 3, "the step whose request was not sent ended too"

@@ -7,6 +7,8 @@ same order."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 pytest.importorskip("temporalio")  # the test group installs it: never skipped in CI
@@ -14,11 +16,11 @@ from temporalio.client import WorkflowHistory  # noqa: E402
 from temporalio.worker import Replayer  # noqa: E402
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions  # noqa: E402
 
-from temporal_histories import DIRECTORY, HISTORIES, all_agents  # noqa: E402
+from temporal_histories import DIRECTORY, HISTORIES, SEARCHABLE, all_agents  # noqa: E402
 from tracedagent.temporal import ActivitySettings, AgentRun  # noqa: E402
 from tracedagent.temporal._hosting import host, unhost  # noqa: E402
 
-FILES = sorted(DIRECTORY.glob("*.json"))
+FILES = sorted(DIRECTORY.glob("*.json")) + sorted(SEARCHABLE.glob("*.json"))
 BUILD = "histories"
 REPLAY_QUEUE = f"replay-{BUILD}"
 """The task queue a ``Replayer`` given ``build_id=BUILD`` tells the workflow it runs on."""
@@ -31,7 +33,7 @@ def workflow_id(path) -> str:
     parent = f"history-{name}"
     if not child:
         return parent
-    events = WorkflowHistory.from_json(parent, (DIRECTORY / f"{name}.json").read_text()).events
+    events = WorkflowHistory.from_json(parent, (path.parent / f"{name}.json").read_text()).events
     started = sorted(e.child_workflow_execution_started_event_attributes.workflow_execution.workflow_id
                      for e in events if e.HasField("child_workflow_execution_started_event_attributes"))
     return started[int(child)]
@@ -47,13 +49,25 @@ def hosted():
         unhost(REPLAY_QUEUE, agent.name)
 
 
-def test_every_recorded_run_has_a_history():
-    recorded = {path.name.split(".")[0] for path in FILES}
-    assert recorded == set(HISTORIES)
-    assert any(".child" in path.name for path in FILES), "a sub-agent's child workflow is recorded too"
+@pytest.mark.parametrize("directory", [DIRECTORY, SEARCHABLE], ids=["pre-pump", "searchable"])
+def test_every_recorded_run_has_a_history(directory):
+    files = [path for path in FILES if path.parent == directory]
+    assert {path.name.split(".")[0] for path in files} == set(HISTORIES)
+    assert any(".child" in path.name for path in files), "a sub-agent's child workflow is recorded too"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_the_searchable_histories_hold_the_patch_markers_and_the_upserts():
+    """What the replay of ``searchable/`` guards: a later worker must ask for these again."""
+    events = WorkflowHistory.from_json("x", (SEARCHABLE / "approval-approved.json").read_text()).events
+    patches = [json.loads(e.marker_recorded_event_attributes.details["patch-data"].payloads[0].data)["id"]
+               for e in events if e.HasField("marker_recorded_event_attributes")]
+    assert sorted(patches) == ["tracedagent-memo", "tracedagent-search-attributes"]
+    upserts = [e for e in events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
+    assert len(upserts) >= 4, "started, waiting, decided, ended"
+    assert any(e.HasField("workflow_properties_modified_event_attributes") for e in events), "the memo"
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f"{p.parent.name}/{p.stem}" for p in FILES])
 async def test_a_history_recorded_by_the_previous_worker_replays_without_nondeterminism(hosted, path):
     runner = SandboxedWorkflowRunner(restrictions=SandboxRestrictions.default.with_passthrough_modules(
         "tracedagent", "opentelemetry"))

@@ -31,6 +31,11 @@ class Stop(str, enum.Enum):
     INVALID_OUTPUT = "invalid_output"
     """The agent has an output type (``Agent(output_type=...)``) and its answers did not validate,
     ``Budget.max_output_retries`` times retried: ``run.text`` is the last answer's text."""
+    PAYLOAD_LIMIT = "payload_limit"
+    """The conversation grew past what a durable run may send in one payload (Temporal's limit,
+    ``ActivitySettings.max_payload``): the next model request was not sent. Only a run on
+    Temporal stops so (``run``/``arun`` send no payloads); the conversation cannot go on there:
+    start a new one with less of it."""
     CANCELLED = "cancelled"
     """The run was interrupted (its task cancelled, or ``KeyboardInterrupt``), or the consumer of
     its stream stopped reading before it ended. ``run``/``arun`` return no ``Run`` for it - the

@@ -7,7 +7,7 @@ what its tool calls did; ``ToolNames`` is a step's or run's tool names, four way
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, Iterable, NamedTuple, TypeVar
 
 from ._budget import Stop
 from ._checkpoint import Checkpoint
@@ -15,7 +15,7 @@ from ._pausing import PausedRun, step_fates
 from ._records import Completion, Message, ToolResult, Usage
 from ._usage import Spent
 
-__all__ = ["ToolNames", "Step", "Run", "usage_of", "OutputT"]
+__all__ = ["ToolNames", "Step", "Run", "usage_of", "joined", "OutputT"]
 
 OutputT = TypeVar("OutputT")
 """A run's output type: ``str`` for an agent without ``output_type``."""
@@ -180,16 +180,12 @@ class Run(PausedRun, Generic[OutputT]):
         return _own(self, lambda run: run.cost - run.carried.cost)
 
     def tool_names(self) -> ToolNames:
-        """Its steps' five lists of tool names, joined (what the run span holds)."""
-        names = ToolNames([], [], [], [], [])
-        for step in self.steps:
-            for run_list, step_list in zip(names, step.tool_names()):
-                run_list += step_list
-        return names
+        """Its steps' five lists of tool names, joined (what the run span holds: ``joined``)."""
+        return joined((step, step.tool_names()) for step in self.steps)
 
     def requested_tools(self) -> list[str]:
         """Every tool the model asked for, denials included: the security signal."""
-        return [name for step in self.steps for name in step.requested_names]
+        return self.tool_names().requested
 
     def trajectory(self) -> list[str]:
         """Tools that executed successfully: the correctness signal.
@@ -233,3 +229,19 @@ def usage_of(run: Run) -> Usage:
         cache_creation += used.cache_creation_input_tokens
     return Usage(input_tokens=run.input_tokens, output_tokens=run.output_tokens,
                  cache_read_input_tokens=cache_read, cache_creation_input_tokens=cache_creation)
+
+
+def joined(steps: Iterable[tuple[Step, ToolNames]]) -> ToolNames:
+    """A run's tool names from its steps' lists. A call decided within the run (a durable run
+    that waited) is in the paused turn and in the decided step: the model asked for it once,
+    so it is requested once, as a paused and a resumed run count it once each."""
+    names = ToolNames([], [], [], [], [])
+    asked: set[str] = set()
+    for step, lists in steps:
+        calls = step.completion.tool_calls
+        if step.resumed and asked:
+            lists = lists._replace(requested=[c.name for c in calls if c.id not in asked])
+        asked.update(c.id for c in calls)
+        for run_list, step_list in zip(names, lists):
+            run_list += step_list
+    return names

@@ -20,6 +20,7 @@ from ._budget import Budget, Stop
 from ._deadline import Clock, Deadline
 from ._messages import check_messages
 from ._pausing import Pausing
+from ._payloads import PayloadTooLarge
 from ._provider_messages import loop_messages
 from ._names import MAX_NAME_LENGTH
 from ._output import OutputRequest, OutputSpec, bounded_problem, retry_message
@@ -235,6 +236,8 @@ class RunState(Pausing):
         the time budget ran out meanwhile (the adapter was given what was left as its
         timeout), else the model's error. The failed call still counts as a step; what a
         streamed call had delivered before it broke or was cut (``received``) is kept as it."""
+        if isinstance(error, PayloadTooLarge):  # the request was not sent: the conversation cannot go on
+            return self.finish(Stop.PAYLOAD_LIMIT, error=error, call_failed=True)
         out_of_time = error is None or self._time_up()
         if received is not None:
             self.record(len(self.steps), received)
@@ -395,6 +398,8 @@ class RunState(Pausing):
             name, problem = detail
             return (f"Stopped: the answer is not a valid {name} after {self.output_retries} "
                     f"retr{'y' if self.output_retries == 1 else 'ies'} ({bounded_problem(problem)}).")
+        if stop is Stop.PAYLOAD_LIMIT:
+            return f"Stopped: the conversation reached the durable run's payload limit ({error})."
         if stop is Stop.CANCELLED:  # a stream whose consumer stopped reading: stream.run
             return "Stopped: the run was cancelled before it ended."
         if stop is Stop.APPROVAL_REQUIRED:

@@ -20,6 +20,7 @@ from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint
 from .._core._decisions import Decision
 from .._core._records import Message
+from .._core._result import joined
 from .._core._run import Run, Step, ToolNames
 from ._spans import RUN_BUDGET, StepScope, _Scope, failure_kind
 from ._status import answer_message
@@ -234,11 +235,7 @@ class RunScope(_Scope):
         ended, steps = self._ended, run.steps
         if len(ended) != len(steps) or any(step is not pair[0] for step, pair in zip(steps, ended)):
             return run.tool_names()
-        names = ToolNames([], [], [], [], [])
-        for _, lists in ended:
-            for run_list, step_list in zip(names, lists):
-                run_list += step_list
-        return names
+        return joined(ended)
 
     def fail(self, kind: str, description: str | None = None, used: Run | None = None) -> None:
         """The run raised instead of returning: its open step and the run span end failed,

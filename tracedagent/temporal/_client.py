@@ -97,6 +97,13 @@ async def waiting_on_temporal(client: Client, workflow_id: str) -> list[dict[str
     return await client.get_workflow_handle(workflow_id).query(N.TEMPORAL_WAITING_QUERY)
 
 
+def default_workflow_id(agent: str) -> str:
+    """A run's workflow id unless the caller names it: the agent's name and 12 random hex
+    digits (``support-3f9a1c2b7d4e``), short enough to read and say. A clash with a running
+    workflow's id is refused by Temporal (``WorkflowAlreadyStartedError``), never a run joined."""
+    return f"{agent}-{uuid.uuid4().hex[:12]}"
+
+
 async def start_on_temporal(client: Client, agent: str, task: str, history: Sequence[Message] | None = None, *,
                             budget: Budget | None = None, conversation_id: str | None = None,
                             task_queue: str = N.TEMPORAL_DEFAULT_TASK_QUEUE,
@@ -110,7 +117,7 @@ async def start_on_temporal(client: Client, agent: str, task: str, history: Sequ
     (``BadAttributes`` here, before anything starts)."""
     return await client.start_workflow(
         N.TEMPORAL_WORKFLOW, _request(agent, task, history, budget, conversation_id, approval_timeout, attributes),
-        id=workflow_id or f"{agent}-{uuid.uuid4().hex}", task_queue=task_queue)
+        id=workflow_id or default_workflow_id(agent), task_queue=task_queue)
 
 
 async def result_of(handle: WorkflowHandle[Any, Any], *, output_type: Any = None) -> Run:
@@ -132,7 +139,7 @@ async def run_on_temporal(client: Client, agent: str, task: str, history: Sequen
     that waits for approval waits as ``start_on_temporal`` says (``approval_timeout``); ``attributes``
     as there (on the run span, not on this client span); ``output_type`` decodes a typed answer
     (``result_of``)."""
-    workflow_id = workflow_id or f"{agent}-{uuid.uuid4().hex}"
+    workflow_id = workflow_id or default_workflow_id(agent)
     check_attributes(attributes)  # a refusal is the caller's error, before the client span
     tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
     with tracer.start_as_current_span(f"{N.TEMPORAL_CLIENT_SPAN} {agent}", kind=SpanKind.CLIENT, attributes={

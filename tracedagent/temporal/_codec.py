@@ -22,6 +22,7 @@ from .._core._budget import Budget, Stop
 from .._core._checkpoint import Checkpoint, budget_from
 from .._core._messages import check_messages
 from .._core._output import OutputSpec
+from .._core._payloads import payload_size
 from .._core._provider_messages import loop_messages
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult, Usage, error_type, message_of
 from .._core._run import Run, Step
@@ -30,7 +31,7 @@ from .._core._tools import Approved
 
 __all__ = ["RemoteError", "request_from_data", "completion_to_data", "completion_from_data", "result_to_data", "result_from_data",
            "run_to_data", "run_from_data", "budget_to_data", "budget_from_data", "error_to_data",
-           "error_from_data", "call_to_data", "call_from_data"]
+           "error_from_data", "call_to_data", "call_from_data", "run_within", "CUT"]
 
 _redact = Redactor()
 
@@ -134,7 +135,8 @@ def run_to_data(run: Run) -> dict[str, Any]:
     """A ``Run`` as JSON. A typed answer (``Agent(output_type=...)``) crosses as its text, which
     ``run_from_data`` validates again with the output type the client names (``typed``)."""
     typed = run.ok and not isinstance(run.output, str)
-    return {"output": run.text if typed else run.output, "typed": typed, "text": run.text,
+    output = run.text if typed else run.output
+    return {"output": output, "typed": typed, "text": None if run.text == output else run.text,  # not twice
             "output_retries": run.output_retries, "stop": run.stop.value, "step_count": run.step_count,
             "steps": [{"index": s.index, "completion": completion_to_data(s.completion),
                        "tool_results": [result_to_data(r) for r in s.tool_results],
@@ -159,7 +161,8 @@ def run_from_data(data: dict[str, Any], output: OutputSpec | None = None) -> Run
             raise ValueError(f"the run's answer is not a {output.name} ({check.problem}): the worker's "
                              f"agent has another output type")
         value = check.value
-    return Run(output=value, text=data.get("text", ""), output_retries=data.get("output_retries", 0),
+    text = data.get("text")  # None (or absent: a worker before typed output) when it is the output
+    return Run(output=value, text=data["output"] if text is None else text, output_retries=data.get("output_retries", 0),
                stop=Stop(data["stop"]), step_count=data["step_count"],
                steps=[Step(index=s["index"], completion=completion_from_data(s["completion"]),
                            tool_results=[result_from_data(r) for r in s["tool_results"]],
@@ -170,3 +173,44 @@ def run_from_data(data: dict[str, Any], output: OutputSpec | None = None) -> Run
                error=None if data["error"] is None else error_from_data(data["error"]),
                sub_runs=[run_from_data(r) for r in data["sub_runs"]], conversation_id=data["conversation_id"],
                paused=Checkpoint.loads(data["paused"]) if data.get("paused") else None)
+
+
+CUT = "cut"
+"""The key of a run's data that lists what ``run_within`` left out to fit the payload limit."""
+
+
+def run_within(data: dict[str, Any], limit: int) -> dict[str, Any]:
+    """A run's data (``run_to_data``) cut to fit in ``limit`` bytes, the workflow's result: a
+    larger one the server would refuse, terminating the workflow (no ``Run`` for its caller).
+    What the caller decides on stays - the stop, output, counts, tokens, cost, trace id and
+    every call's name, arguments and outcome; what is left out goes in this order, each only if
+    still needed, and is named in ``data["cut"]``: ``"messages"`` (the conversation, the run's
+    and its sub-runs'), ``"contents"`` (the model's texts and provider data, the tools'
+    results: each a marker with its size), then ``"steps"`` and ``"sub_runs"``, then
+    ``"paused"`` (a paused run's checkpoint, which holds the conversation: no resume)."""
+    if payload_size(data) <= limit:
+        return data
+    data, cut = dict(data), []
+    for what, trim in (("messages", _without_messages), ("contents", _without_contents),
+                       ("steps", lambda d: {**d, "steps": [], "sub_runs": []}), ("paused", lambda d: {**d, "paused": None})):
+        data = trim(data)
+        cut.append(what)
+        if payload_size({**data, CUT: cut}) <= limit:
+            break
+    return {**data, CUT: cut}
+
+
+def _without_messages(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "messages": [], "sub_runs": [_without_messages(r) for r in data["sub_runs"]]}
+
+
+def _marker(value: Any) -> Any:
+    return value if not value else f"[cut: {payload_size(value):,} bytes]"
+
+
+def _without_contents(data: dict[str, Any]) -> dict[str, Any]:
+    steps = [{**step, "completion": {**step["completion"], "text": _marker(step["completion"]["text"]),
+                                     "provider_data": None},
+              "tool_results": [{**r, "content": _marker(r["content"])} for r in step["tool_results"]]}
+             for step in data["steps"]]
+    return {**data, "steps": steps, "sub_runs": [_without_contents(r) for r in data["sub_runs"]]}

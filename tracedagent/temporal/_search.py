@@ -10,7 +10,7 @@ a workflow task that upserts an unregistered one fails, and is retried, for ever
 checks at start that they are registered (``check_search_attributes``) and refuses to start
 otherwise, with the commands that register them (``SearchAttributesNotRegistered``).
 ``run_search_attributes`` builds the upsert from a run's facts, for the workflow to send as
-the run goes (started, waiting, decided, ended).
+the run goes (started, waiting, decided, ended); ``run_memo`` the memo it sets when it starts.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from temporalio.worker import Worker
 from .._core import _names as N
 
 __all__ = ["SearchAttributesNotRegistered", "check_search_attributes", "run_search_attributes",
-           "initial_search_attributes", "SEARCH_KEYS", "CheckingWorker"]
+           "initial_search_attributes", "run_memo", "SEARCH_KEYS", "CheckingWorker"]
 
 MAX_KEYWORD_LENGTH = 256
 """Characters of a keyword value kept (an agent's name, a conversation id): Temporal bounds a
@@ -88,6 +88,14 @@ def run_search_attributes(*, agent: str | None = None, trace_id: str | None = No
     is ``Stop.value``; keyword values are cut to ``MAX_KEYWORD_LENGTH``."""
     return [SEARCH_KEYS[name].value_set(value)
             for name, value in _facts(agent, trace_id, conversation_id, stop, waiting).items()]
+
+
+def run_memo(*, agent: str, trace_id: str | None, conversation_id: str | None) -> dict[str, str]:
+    """The run's memo (``workflow.upsert_memo``): the agent, trace id and conversation id under
+    the search attributes' names, shown by ``temporal workflow describe`` and the Temporal UI.
+    Unlike search attributes a memo needs no registration, so a worker with
+    ``search_attributes=False`` sets it too; it is not searchable."""
+    return _facts(agent, trace_id, conversation_id, None, None)
 
 
 def initial_search_attributes(*, agent: str | None = None, trace_id: str | None = None,

@@ -28,11 +28,13 @@ from temporalio.exceptions import (ActivityError, ApplicationError, CancelledErr
 
 from .._core import _names as N
 from .._core._attributes import run_attributes
+from .._core._budget import Stop
 from .._core._checkpoint import BadDecisions, Checkpoint
 from .._core._deadline import DeadlineExceeded
 from .._core._decisions import Decision, check_decisions, decisions_from_data
 from .._core._output import with_instruction
 from .._core._machine import DecidedCall, RunMachine, Waits
+from .._core._payloads import too_large
 from .._core._records import Completion, ToolCall, ToolOutcome, ToolResult
 from .._core._request import ModelRequest
 from .._core._run import Run, RunState, initial_messages
@@ -43,11 +45,18 @@ from .._instrumentation._observer import RunScope
 from .._instrumentation._spans import ToolScope, failure_kind
 from ._activities import PROPAGATOR, traceparent
 from ._codec import (budget_to_data, call_to_data, completion_from_data, error_from_data, request_from_data,
-                     result_from_data, run_from_data, run_to_data)
+                     result_from_data, run_from_data, run_to_data, run_within)
 from ._hosting import HostedAgent, hosted, is_hosted
 from ._pump import pump
+from ._search import run_memo, run_search_attributes
 
-__all__ = ["AgentRun"]
+__all__ = ["AgentRun", "SEARCH_ATTRIBUTES_PATCH", "MEMO_PATCH"]
+
+SEARCH_ATTRIBUTES_PATCH = "tracedagent-search-attributes"
+"""The ``workflow.patched`` id of the search-attribute upserts: a run started by a worker before
+them replays without them (its history has no upsert commands); every new run has them."""
+MEMO_PATCH = "tracedagent-memo"
+"""The ``workflow.patched`` id of the memo a run sets when it starts (``run_memo``), likewise."""
 
 
 @workflow.defn(name=N.TEMPORAL_WORKFLOW)
@@ -139,6 +148,11 @@ class AgentRun:
                                attributes=run_attributes(a.attributes, checked["attributes"]))  # the request's win
             traced.span.set_attributes({N.TEMPORAL_WORKFLOW_ID: info.workflow_id,
                                         N.TEMPORAL_TASK_QUEUE: info.task_queue})
+            # Asked once, here, on every replay too: the upserts are workflow commands.
+            if workflow.patched(MEMO_PATCH):
+                workflow.upsert_memo(run_memo(agent=a.name, trace_id=traced.trace_id, conversation_id=conversation_id))
+            traced.searchable = agent.search_attributes and workflow.patched(SEARCH_ATTRIBUTES_PATCH)
+            traced.upsert(agent=a.name, trace_id=traced.trace_id, conversation_id=conversation_id, waiting=False)
             state = self._state = RunState(budget, messages, clock=workflow.time, trace_id=traced.trace_id,
                                            conversation_id=conversation_id, agent=a.name, tools=a.registry.names,
                                            span_id=traced.span_id)
@@ -161,17 +175,44 @@ class AgentRun:
             otel_context.detach(token)
             raise
         otel_context.detach(token)
-        return run_to_data(run)
+        return run_within(run_to_data(run), agent.settings.max_payload)  # else the server terminates the workflow
 
 
 class _RunScope(RunScope):
     """The run span as the workflow's machine's observer: a run that raised names a
     cancellation in Temporal's sense (``_kind``); a coroutine dropped by a worker that left it
-    (``GeneratorExit``) ends nothing, as the run goes on on another worker."""
+    (``GeneratorExit``) ends nothing, as the run goes on on another worker.
+
+    It also tells Temporal's visibility store what an operator searches on (``searchable``: the
+    hosted agent's ``search_attributes``, and a run started after the upserts existed): waiting
+    for a person or not, and the stop reason at the end (``_search``). Unlike the spans, these
+    are workflow commands, made on replay too."""
+
+    searchable = False
+    """Whether the run upserts its search attributes."""
+
+    def upsert(self, **facts: Any) -> None:
+        if self.searchable:
+            workflow.upsert_search_attributes(run_search_attributes(**facts))
+
+    def waiting(self, checkpoint: Checkpoint) -> None:
+        self.upsert(waiting=True)
+        super().waiting(checkpoint)
+
+    def decided(self, checkpoint: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
+        self.upsert(waiting=False)
+        super().decided(checkpoint, decisions, now)
+
+    def run_ended(self, run: Run) -> None:
+        self.upsert(waiting=False, stop=run.stop.value)
+        super().run_ended(run)
 
     def run_failed(self, error: BaseException, used: Run) -> None:
-        if not isinstance(error, GeneratorExit):
-            self.fail(_kind(error), used=used)
+        if isinstance(error, GeneratorExit):
+            return
+        if is_cancelled_exception(error):  # a cancelled run no longer waits for anyone
+            self.upsert(waiting=False, stop=Stop.CANCELLED.value)
+        self.fail(_kind(error), used=used)
 
 
 class _Activities:
@@ -202,6 +243,8 @@ class _Activities:
                    "traceparent": traceparent()}
         if self.state.budget.priced:  # the chat span prices its call as the run does
             request["budget"] = budget_to_data(self.state.budget)
+        if (over := too_large(request, self.settings.max_payload, "model request")) is not None:
+            return over  # not sent (the server would terminate the workflow): the machine names the stop
         try:
             answer = await workflow.execute_activity(
                 N.TEMPORAL_MODEL_ACTIVITY, request,
