@@ -86,9 +86,11 @@ def test_weaver_registry_check_passes(registry):
 # --- the registry, the code and the docs hold to each other ----------------------------------
 
 NOT_TELEMETRY = {"TEMPORAL_WORKFLOW", "TEMPORAL_MODEL_ACTIVITY", "TEMPORAL_TOOL_ACTIVITY",
-                 "TEMPORAL_PROGRESS_QUERY", "TEMPORAL_DECIDE_UPDATE", "TEMPORAL_WAITING_QUERY"}
+                 "TEMPORAL_PROGRESS_QUERY", "TEMPORAL_DECIDE_UPDATE", "TEMPORAL_WAITING_QUERY",
+                 "STOP_PART", "RESUME_SPAN_NAME"}
 """Constants of ``_names.py`` that look like telemetry names but name something else: Temporal's
-workflow and activity types, updates and queries."""
+workflow and activity types, updates and queries; a message part's type (``STOP_PART``, in
+gen_ai.output.messages) and a span's name (``RESUME_SPAN_NAME``, a span group of spans.yaml)."""
 
 
 def _telemetry_names() -> dict[str, str]:

@@ -193,7 +193,9 @@ class Recording(SpanProcessor):
         with self._lock:
             spans = self._open.setdefault(span.context.trace_id, [])
             spans.append(span)
-            if span.parent is not None:
+            # A span under a remote parent is written alone: a resume's ``tracedagent.resume``
+            # span, added to the paused run's trace after that trace was written.
+            if span.parent is not None and not span.parent.is_remote:
                 return
             del self._open[span.context.trace_id]
         try:
@@ -206,7 +208,7 @@ class Recording(SpanProcessor):
         with self._lock:
             for run in finished.runs():
                 self.tally.add(run)
-            if self.keep_trees:
+            if self.keep_trees and span.parent is None:
                 self.trees[finished.trace_id] = finished
 
     def shutdown(self) -> None:
