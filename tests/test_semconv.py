@@ -87,10 +87,10 @@ def test_weaver_registry_check_passes(registry):
 
 NOT_TELEMETRY = {"TEMPORAL_WORKFLOW", "TEMPORAL_MODEL_ACTIVITY", "TEMPORAL_TOOL_ACTIVITY",
                  "TEMPORAL_PROGRESS_QUERY", "TEMPORAL_DECIDE_UPDATE", "TEMPORAL_WAITING_QUERY",
-                 "STOP_PART", "RESUME_SPAN_NAME"}
+                 "STOP_PART", "PARTIAL_PART", "RESUME_SPAN_NAME"}
 """Constants of ``_names.py`` that look like telemetry names but name something else: Temporal's
-workflow and activity types, updates and queries; a message part's type (``STOP_PART``, in
-gen_ai.output.messages) and a span's name (``RESUME_SPAN_NAME``, a span group of spans.yaml)."""
+workflow and activity types, updates and queries; message parts' types (``STOP_PART``,
+``PARTIAL_PART``, in gen_ai.output.messages) and a span's name (``RESUME_SPAN_NAME``, a span group of spans.yaml)."""
 
 
 def _telemetry_names() -> dict[str, str]:

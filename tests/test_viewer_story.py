@@ -161,7 +161,8 @@ def test_a_stream_its_reader_left_keeps_the_text_received_marked_partial(rec):
     assert chat.attributes[N.ERROR_TYPE] == "cancelled"
     [message] = _output(chat)
     assert message["role"] == "assistant" and message["finish_reason"] == "cancelled"
-    assert message["parts"] == [{"type": "text", "content": "The order ships "}]
+    assert message["parts"] == [{"type": "text", "content": "The order ships "},
+                                {"type": "tracedagent.partial", "reason": "cancelled"}]
 
 
 def test_without_capture_a_partial_stream_keeps_no_text(rec):

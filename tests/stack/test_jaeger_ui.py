@@ -280,7 +280,9 @@ def test_a_user_sees_the_run_in_the_genai_view(jaeger, demo, page, scenario):
     if chat.attributes.get(N.RESPONSE_PARTIAL):  # a stream its reader left: the text it had received
         [partial] = json.loads(chat.attributes[N.GEN_AI_OUTPUT_MESSAGES])
         assert partial["finish_reason"] == "cancelled" and partial["parts"][0]["content"]
-        expect(tab.locator(".GenAITab--message-assistant").last).to_contain_text(partial["parts"][0]["content"])
+        said = tab.locator(".GenAITab--message-assistant").last
+        expect(said).to_contain_text(partial["parts"][0]["content"])
+        expect(said).to_contain_text(N.PARTIAL_PART)  # marked partial where the text is shown
     _screenshot(page, f"{scenario}-chat")
     _close(page, chat.name)
 

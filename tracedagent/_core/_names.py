@@ -217,6 +217,7 @@ STOP_ROLE = "system"  # its output message's role: tracedagent's sentence, never
 APPROVAL_EVENT = "tracedagent.approval"  # one per decided call, on the span of the run going on
 RESUME_SPAN_NAME, RESUMED_TRACE_ID = "tracedagent.resume", "tracedagent.resumed.trace_id"  # in the paused trace
 RESPONSE_PARTIAL = "tracedagent.response.partial"  # a stream that ended early: what had arrived
+PARTIAL_PART, PARTIAL_PART_REASON = "tracedagent.partial", "reason"  # its output message's last part
 RETRY_EVENT = "tracedagent.retry"  # a retried Temporal activity's span (its attempt)
 
 # --- MCP (tracedagent.mcp): the MCP semantic conventions' names -------------------------

@@ -135,12 +135,15 @@ class ContentCapture:
         out.add(N.GEN_AI_INPUT_MESSAGES, *self._fit_messages(rest))
         return out.attributes
 
-    def output(self, completion: Completion, finish_reason: str | None = None) -> dict[str, Any]:
-        """``gen_ai.output.messages`` for one model turn (``finish_reason``: why a stream that
-        ended early ended, for the part of the turn that had arrived)."""
+    def output(self, completion: Completion, broke: str | None = None) -> dict[str, Any]:
+        """``gen_ai.output.messages`` for one model turn. ``broke``: why a stream that ended early
+        ended (its ``error.type``), for what of the turn had arrived - its finish reason, and a
+        ``tracedagent.partial`` part saying so where a GenAI view shows the message."""
         message = _message(completion.as_message())
-        message["finish_reason"] = _name(finish_reason or completion.finish_reason
+        message["finish_reason"] = _name(broke or completion.finish_reason
                                          or ("tool_call" if completion.tool_calls else "stop"))
+        if broke:
+            message["parts"].append({"type": _Name(N.PARTIAL_PART), N.PARTIAL_PART_REASON: _name(broke)})
         return _Attributes().add(N.GEN_AI_OUTPUT_MESSAGES, *self._fit([message])).attributes
 
     def answer(self, messages: Any) -> dict[str, Any]:
