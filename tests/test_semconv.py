@@ -285,7 +285,8 @@ def test_live_check_saw_every_span_and_metric_of_the_demo(live_check):
     spans = int(re.search(r"(\d+) spans written", live_check["demo"])[1])
     assert statistics["total_entities_by_type"]["span"] == spans > 100
     names = {s["span"]["name"].split(" ")[0] for s in live_check["report"]["samples"] if "span" in s}
-    assert names == {N.OP_INVOKE_AGENT, N.OP_CHAT, N.OP_EXECUTE_TOOL, N.STEP_SPAN_NAME}
+    # tracedagent.resume: refund-approval's resumption, marked in the paused run's trace
+    assert names == {N.OP_INVOKE_AGENT, N.OP_CHAT, N.OP_EXECUTE_TOOL, N.STEP_SPAN_NAME, N.RESUME_SPAN_NAME}
     metrics = {s["metric"]["name"] for s in live_check["report"]["samples"] if "metric" in s}
     assert {N.METRIC_RUNS, N.METRIC_TOOL_CALLS, N.METRIC_RUN_STEPS, N.METRIC_TOKEN_USAGE,
             N.METRIC_OPERATION_DURATION} <= metrics

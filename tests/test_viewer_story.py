@@ -217,3 +217,18 @@ def test_a_span_of_a_retried_activity_has_a_retry_event(rec, monkeypatch):
     assert retried.attributes[N.TEMPORAL_ATTEMPT] == 2
     assert _events(retried, N.RETRY_EVENT) == [{N.TEMPORAL_ATTEMPT: 2}]
     assert _events(first, N.RETRY_EVENT) == []
+
+
+async def test_a_temporal_run_that_waited_for_decisions_has_their_events():
+    """The Temporal workflow's run waits within itself (no resume, one trace): its own span has the events."""
+    pytest.importorskip("temporalio")
+    from test_temporal_pump import PAUSING, drive, recording
+
+    provider, exporter = recording()
+    run = await drive(Agent(FakeModel([PAUSING, "done"]), TOOLS, name="desk", tracer_provider=provider),
+                      decide=lambda cp: {"c2": "no"})
+    assert run.ok
+    [span] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent desk"]
+    assert _events(span, N.APPROVAL_EVENT) == [
+        {N.GEN_AI_TOOL_NAME: "close_account", N.GEN_AI_TOOL_CALL_ID: "c2", N.DECISION: "denied"}]
+    assert not [s for s in exporter.get_finished_spans() if s.name == N.RESUME_SPAN_NAME]  # one trace: no way to mark
