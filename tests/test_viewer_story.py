@@ -232,3 +232,25 @@ async def test_a_temporal_run_that_waited_for_decisions_has_their_events():
     assert _events(span, N.APPROVAL_EVENT) == [
         {N.GEN_AI_TOOL_NAME: "close_account", N.GEN_AI_TOOL_CALL_ID: "c2", N.DECISION: "denied"}]
     assert not [s for s in exporter.get_finished_spans() if s.name == N.RESUME_SPAN_NAME]  # one trace: no way to mark
+
+
+def test_the_demo_draws_the_resume_span_in_the_paused_runs_tree_and_writes_it(tmp_path):
+    """The demo writes a trace when its root span ends; the resume span comes later, under a
+    remote parent: written on its own, and drawn in the paused run's tree, as `show` draws the file."""
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tracedagent._traces._otlp_json import read_file
+
+    out = tmp_path / "runs.otlp.json"
+    done = subprocess.run([sys.executable, "-m", "tracedagent", "demo", "--pace", "0", "--only", "refund-approval",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    spans = read_file(Path(out))
+    runs = {s.attributes[N.STOP_REASON]: s.trace_id for s in spans if s.name == "invoke_agent refund-approval"}
+    [marker] = [s for s in spans if s.name == N.RESUME_SPAN_NAME]
+    assert marker.trace_id == runs["approval_required"] and marker.attributes[N.RESUMED_TRACE_ID] == runs["answered"]
+    drawn = re.sub(r"[\s\u2500-\u257f]+", " ", done.stdout)  # a narrow terminal wraps the line inside the tree
+    assert re.search(rf"tracedagent\.resume \S+ ms resumed in trace {runs['answered']}", drawn), done.stdout

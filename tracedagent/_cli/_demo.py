@@ -208,8 +208,9 @@ class Recording(SpanProcessor):
         with self._lock:
             for run in finished.runs():
                 self.tally.add(run)
-            if self.keep_trees and span.parent is None:
-                self.trees[finished.trace_id] = finished
+            if self.keep_trees:  # a late span joins its trace's tree, as `tracedagent show` reads the file
+                earlier = self.trees.get(finished.trace_id) if span.parent is not None else None
+                self.trees[finished.trace_id] = finished if earlier is None else Trace([*earlier.spans, *finished.spans])
 
     def shutdown(self) -> None:
         pass
