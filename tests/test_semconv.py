@@ -86,9 +86,11 @@ def test_weaver_registry_check_passes(registry):
 # --- the registry, the code and the docs hold to each other ----------------------------------
 
 NOT_TELEMETRY = {"TEMPORAL_WORKFLOW", "TEMPORAL_MODEL_ACTIVITY", "TEMPORAL_TOOL_ACTIVITY",
-                 "TEMPORAL_PROGRESS_QUERY", "TEMPORAL_DECIDE_UPDATE", "TEMPORAL_WAITING_QUERY"}
+                 "TEMPORAL_PROGRESS_QUERY", "TEMPORAL_DECIDE_UPDATE", "TEMPORAL_WAITING_QUERY",
+                 "STOP_PART", "PARTIAL_PART", "RESUME_SPAN_NAME"}
 """Constants of ``_names.py`` that look like telemetry names but name something else: Temporal's
-workflow and activity types, updates and queries."""
+workflow and activity types, updates and queries; message parts' types (``STOP_PART``,
+``PARTIAL_PART``, in gen_ai.output.messages) and a span's name (``RESUME_SPAN_NAME``, a span group of spans.yaml)."""
 
 
 def _telemetry_names() -> dict[str, str]:
@@ -283,7 +285,8 @@ def test_live_check_saw_every_span_and_metric_of_the_demo(live_check):
     spans = int(re.search(r"(\d+) spans written", live_check["demo"])[1])
     assert statistics["total_entities_by_type"]["span"] == spans > 100
     names = {s["span"]["name"].split(" ")[0] for s in live_check["report"]["samples"] if "span" in s}
-    assert names == {N.OP_INVOKE_AGENT, N.OP_CHAT, N.OP_EXECUTE_TOOL, N.STEP_SPAN_NAME}
+    # tracedagent.resume: refund-approval's resumption, marked in the paused run's trace
+    assert names == {N.OP_INVOKE_AGENT, N.OP_CHAT, N.OP_EXECUTE_TOOL, N.STEP_SPAN_NAME, N.RESUME_SPAN_NAME}
     metrics = {s["metric"]["name"] for s in live_check["report"]["samples"] if "metric" in s}
     assert {N.METRIC_RUNS, N.METRIC_TOOL_CALLS, N.METRIC_RUN_STEPS, N.METRIC_TOKEN_USAGE,
             N.METRIC_OPERATION_DURATION} <= metrics

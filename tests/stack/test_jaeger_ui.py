@@ -245,16 +245,24 @@ def test_a_user_sees_the_run_in_the_genai_view(jaeger, demo, page, scenario):
     assert icons.count("AI Agent") == sum(s.name.startswith(N.OP_INVOKE_AGENT) for s in spans)
     assert icons.count("LLM call") == len(chats)
 
-    # The run span: the task going in, the final answer coming out (a run whose reader left,
-    # walked-away's cancelled stream, has no answer: no assistant message poses as one).
+    # The run span: the task going in, the final answer coming out; a run that did not answer
+    # shows why where its answer would be - tracedagent's own sentence as a system message with
+    # the stop reason, never an assistant's turn (walked-away's cancelled stream included).
     tab = _open(page, root.name)
     expect(tab.locator(".GenAITab--message-user").first).to_contain_text(scenario_task(scenario))
-    if N.GEN_AI_OUTPUT_MESSAGES in root.attributes:
-        answer = json.loads(root.attributes[N.GEN_AI_OUTPUT_MESSAGES])[0]["parts"][0]["content"]
-        expect(tab.locator(".GenAITab--message-assistant").last).to_contain_text(answer[:200])
+    stop = root.attributes[N.STOP_REASON]
+    [output] = json.loads(root.attributes[N.GEN_AI_OUTPUT_MESSAGES])
+    if stop == "answered":
+        expect(tab.locator(".GenAITab--message-assistant").last).to_contain_text(output["parts"][0]["content"][:200])
     else:
-        assert root.attributes[N.STOP_REASON] == "cancelled"
         expect(tab.locator(".GenAITab--message-assistant")).to_have_count(0)
+        said = tab.locator(".GenAITab--message-system").last
+        expect(said).to_contain_text(N.STOP_PART)
+        expect(said).to_contain_text(stop)
+        if output["parts"][0]["type"] == "text":  # the "Stopped: ..." / "Paused: ..." sentence
+            expect(said).to_contain_text(output["parts"][0]["content"][:200])
+        if stop == "approval_required":
+            expect(said).to_contain_text(f'"{N.STOP_PART_PENDING}": {root.attributes[N.PENDING_CALLS]}')
     _screenshot(page, f"{scenario}-run")
     _close(page, root.name)
 
@@ -268,6 +276,13 @@ def test_a_user_sees_the_run_in_the_genai_view(jaeger, demo, page, scenario):
         expect(tokens).to_contain_text(f"Output {chat.attributes[N.GEN_AI_USAGE_OUTPUT_TOKENS]:,}")
     expect(tab.locator(".GenAITab--message-system")).to_have_count(1)
     expect(tab.locator(".GenAITab--message-user").first).to_be_visible()
+    assert bool(chat.attributes.get(N.RESPONSE_PARTIAL)) == (scenario == "walked-away")
+    if chat.attributes.get(N.RESPONSE_PARTIAL):  # a stream its reader left: the text it had received
+        [partial] = json.loads(chat.attributes[N.GEN_AI_OUTPUT_MESSAGES])
+        assert partial["finish_reason"] == "cancelled" and partial["parts"][0]["content"]
+        said = tab.locator(".GenAITab--message-assistant").last
+        expect(said).to_contain_text(partial["parts"][0]["content"])
+        expect(said).to_contain_text(N.PARTIAL_PART)  # marked partial where the text is shown
     _screenshot(page, f"{scenario}-chat")
     _close(page, chat.name)
 
@@ -302,3 +317,117 @@ def test_a_user_sees_the_run_in_the_genai_view(jaeger, demo, page, scenario):
 
 def scenario_task(name: str) -> str:
     return next(s.task for s in SCENARIOS if s.name == name)
+
+
+# --- the story beyond one tab: decisions, the way from a pause, cut content ------------------
+
+def _details(page: Any) -> None:
+    """Switch an open GenAI span's detail to its Details tab (attributes, Logs, References)."""
+    from playwright.sync_api import expect
+
+    page.locator("[role=tab]", has_text="Details").click()
+    expect(page.locator("[role=tab][aria-selected=true]")).to_have_text("Details")
+
+
+def _switch_on(header: Any) -> None:
+    """Open one of the span detail's accordions (a ``role=switch`` header). The first click on a
+    detail just opened can land while the row is still laid out: click until it reports open."""
+    from playwright.sync_api import expect
+
+    for _ in range(4):
+        if header.get_attribute("aria-checked") == "true":
+            return
+        header.click()
+        try:
+            expect(header).to_have_attribute("aria-checked", "true", timeout=2_000)
+            return
+        except AssertionError:
+            continue
+    pytest.fail("the span detail's accordion did not open")
+
+
+def _logs(page: Any) -> Any:
+    """The open span's events (Jaeger's "Logs"), opened: each event's attributes show as key=value."""
+    _switch_on(page.locator(".AccordionEvents--header"))
+    return page.locator(".AccordionEvents--content")
+
+
+def _references(page: Any) -> Any:
+    """The open span's links (Jaeger's "References"), opened."""
+    _switch_on(page.locator(".AccordionLinks--header"))
+    return page.locator(".ReferencesList")
+
+
+def test_the_paused_runs_trace_leads_to_its_resumption_and_back(jaeger, demo, page):
+    """refund-approval: in the paused run's trace a tracedagent.resume span (made when the run
+    was resumed) shows the decision in its Logs and links to the resumed run; the resumed run's
+    span shows the decision too, and links back."""
+    from playwright.sync_api import expect
+
+    paused = demo["links"]["refund-approval"]
+    [marker] = [s for s in demo["spans"][paused] if s.name == N.RESUME_SPAN_NAME]
+    resumed = marker.attributes[N.RESUMED_TRACE_ID]
+    assert resumed in demo["spans"] and resumed != paused
+
+    page.goto(f"{jaeger['url']}/trace/{paused}")
+    _row(page, N.RESUME_SPAN_NAME).click()  # not a GenAI span: its detail is Jaeger's own
+    logs = _logs(page)
+    for text in (N.DECISION, N.DECISION_APPROVED, "refund", "r1"):
+        expect(logs).to_contain_text(text)
+    link = _references(page).locator(f"a[href*='{resumed}']")
+    expect(link).to_have_count(1)
+    _screenshot(page, "refund-approval-resume")
+
+    run = next(s for s in demo["spans"][resumed] if s.parent_id is None)
+    assert link.get_attribute("href").startswith(f"/trace/{resumed}?uiFind={run.span_id}")  # the resumed run span
+    page.goto(f"{jaeger['url']}/trace/{resumed}")
+    _open(page, run.name)
+    _details(page)
+    logs = _logs(page)
+    expect(logs).to_contain_text(N.DECISION_APPROVED)
+    expect(logs).to_contain_text("refund")
+    expect(_references(page).locator(f"a[href*='{paused}']")).to_have_count(1)  # and back
+
+
+@pytest.fixture(scope="module")
+def cut_run(jaeger) -> dict[str, Any]:
+    """A run whose tool returns 100 KB (the issue's case: no demo scenario's content reaches the
+    capture limit), sent to the same Jaeger with content capture on."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from tracedagent import Agent, tool
+    from tracedagent.testing import FakeModel, tool_call
+
+    @tool
+    def dump_log() -> str:
+        """The service's whole log."""
+        return "".join(f"12:{i // 60 % 60:02d}:{i % 60:02d} GET /orders/{i} 200\n" for i in range(3_000))[:100_000]
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "tracedagent-ui-cut"}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=jaeger["otlp"], insecure=True)))
+    run = Agent(FakeModel([tool_call("dump_log", {}), "Every request in the log succeeded."]), [dump_log],
+                name="log-reader", capture_content=True, tracer_provider=provider).run("Is anything failing?")
+    provider.shutdown()
+    _until("Jaeger holding the cut run", lambda: len(json.loads(
+        _get(f"{jaeger['url']}/api/traces/{run.trace_id}"))["data"][0]["spans"]) == 6)
+    return {"trace_id": run.trace_id}  # a run span, two steps, two chat spans, the tool span
+
+
+def test_a_100_kb_tool_result_shows_where_it_was_cut(jaeger, cut_run, page):
+    from playwright.sync_api import expect
+
+    page.goto(f"{jaeger['url']}/trace/{cut_run['trace_id']}")
+    tab = _open(page, "execute_tool dump_log")
+    mark = re.compile(r"\[cut: [\d,]+ of [\d,]+ characters shown\]")
+    expect(tab).to_contain_text(mark)
+    _screenshot(page, "cut-tool")
+    _close(page, "execute_tool dump_log")
+    # The next model call's conversation carries the cut result, marked too, as messages.
+    chat = _rows(page, N.OP_CHAT).last
+    chat.click()
+    tab = page.locator(".GenAITab")
+    expect(tab.locator(".GenAITab--message-tool")).to_contain_text(mark)
+    expect(tab.locator(".GenAITab--message-unknown")).to_have_count(0)

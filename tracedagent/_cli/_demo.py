@@ -194,7 +194,9 @@ class Recording(SpanProcessor):
         with self._lock:
             spans = self._open.setdefault(span.context.trace_id, [])
             spans.append(span)
-            if span.parent is not None:
+            # A span under a remote parent is written alone: a resume's ``tracedagent.resume``
+            # span, added to the paused run's trace after that trace was written.
+            if span.parent is not None and not span.parent.is_remote:
                 return
             del self._open[span.context.trace_id]
         try:
@@ -207,8 +209,9 @@ class Recording(SpanProcessor):
         with self._lock:
             for run in finished.runs():
                 self.tally.add(run)
-            if self.keep_trees:
-                self.trees[finished.trace_id] = finished
+            if self.keep_trees:  # a late span joins its trace's tree, as `tracedagent show` reads the file
+                earlier = self.trees.get(finished.trace_id) if span.parent is not None else None
+                self.trees[finished.trace_id] = finished if earlier is None else Trace([*earlier.spans, *finished.spans])
 
     def shutdown(self) -> None:
         pass

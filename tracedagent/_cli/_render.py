@@ -189,6 +189,8 @@ def _details(span: SpanRecord) -> list[Text]:
                 *([text("resumed from trace " + run.resumed_from, "dim")] if run.resumed_from else [])]
     if span.name == N.STEP_SPAN_NAME:
         return [_in_out(a, N.STEP_INPUT_TOKENS, N.STEP_OUTPUT_TOKENS)] if N.STEP_INPUT_TOKENS in a else []
+    if span.name == N.RESUME_SPAN_NAME:  # in the paused run's trace: where its resumption went on
+        return [text(f"resumed in trace {a.get(N.RESUMED_TRACE_ID, '?')}", "dim")]
     if span.operation == N.OP_CHAT:
         tokens = [_in_out(a, N.GEN_AI_USAGE_INPUT_TOKENS, N.GEN_AI_USAGE_OUTPUT_TOKENS)] \
             if N.GEN_AI_USAGE_INPUT_TOKENS in a else []

@@ -224,6 +224,14 @@ ERROR_TIMEOUT = "timeout"
 
 STOP_EVENT = "tracedagent.stop"
 """Event on the step span inside which the run stopped (any reason but ``answered``)."""
+# What a trace viewer shows of a run's story (docs/telemetry.md "In a trace viewer"; semconv/):
+STOP_PART, STOP_PART_REASON, STOP_PART_PENDING = STOP_EVENT, "stop_reason", "pending_calls"  # a stopped run's output part
+STOP_ROLE = "system"  # its output message's role: tracedagent's sentence, never the assistant's
+APPROVAL_EVENT = "tracedagent.approval"  # one per decided call, on the span of the run going on
+RESUME_SPAN_NAME, RESUMED_TRACE_ID = "tracedagent.resume", "tracedagent.resumed.trace_id"  # in the paused trace
+RESPONSE_PARTIAL = "tracedagent.response.partial"  # a stream that ended early: what had arrived
+PARTIAL_PART, PARTIAL_PART_REASON = "tracedagent.partial", "reason"  # its output message's last part
+RETRY_EVENT = "tracedagent.retry"  # a retried Temporal activity's span (its attempt)
 
 # --- MCP (tracedagent.mcp): the MCP semantic conventions' names -------------------------
 # Written out rather than imported: the semantic-conventions package has them only from 0.66b0,
@@ -372,6 +380,7 @@ its JSON instead, and says so with ``CONTENT_TRUNCATED``)."""
 CONTENT_TRUNCATED = "tracedagent.content.truncated"
 """On a span with captured content: the names of its content attributes that were cut at the
 capture limit (still JSON; replay refuses what it lists)."""
+CONTENT_CUT_MARK = " [cut: {shown:,} of {length:,} characters shown]"  # ends a cut string
 CONTENT_OMITTED_PART = "omitted"
 """The type of the message part standing for content left out at the capture limit (its
 ``count`` says how many messages)."""

@@ -135,10 +135,15 @@ class ContentCapture:
         out.add(N.GEN_AI_INPUT_MESSAGES, *self._fit_messages(rest))
         return out.attributes
 
-    def output(self, completion: Completion) -> dict[str, Any]:
-        """``gen_ai.output.messages`` for one model turn."""
+    def output(self, completion: Completion, broke: str | None = None) -> dict[str, Any]:
+        """``gen_ai.output.messages`` for one model turn. ``broke``: why a stream that ended early
+        ended (its ``error.type``), for what of the turn had arrived - its finish reason, and a
+        ``tracedagent.partial`` part saying so where a GenAI view shows the message."""
         message = _message(completion.as_message())
-        message["finish_reason"] = _name(completion.finish_reason or ("tool_call" if completion.tool_calls else "stop"))
+        message["finish_reason"] = _name(broke or completion.finish_reason
+                                         or ("tool_call" if completion.tool_calls else "stop"))
+        if broke:
+            message["parts"].append({"type": _Name(N.PARTIAL_PART), N.PARTIAL_PART_REASON: _name(broke)})
         return _Attributes().add(N.GEN_AI_OUTPUT_MESSAGES, *self._fit([message])).attributes
 
     def answer(self, messages: Any) -> dict[str, Any]:
@@ -217,7 +222,13 @@ class ContentCapture:
         text = raw if whole else raw[: share + _MARGIN]
         shown = self._redacted_json(text) if whole else self.redact(text)
         if not whole:
-            shown = shown[:share]
+            # Where the text stops, a viewer shows that it was cut and how much (unless the
+            # share is too small to hold the mark); the mark counts in the share.
+            kept = share - len(N.CONTENT_CUT_MARK.format(shown=share, length=len(raw)))
+            if kept >= 64:
+                shown = shown[:kept] + N.CONTENT_CUT_MARK.format(shown=kept, length=len(raw))
+            else:
+                shown = shown[:share]
         leaf.shown = shown
         leaf.cut = not whole
 

@@ -23,7 +23,7 @@ from .._core._records import Message
 from .._core._result import joined
 from .._core._run import Run, Step, ToolNames
 from ._spans import RUN_BUDGET, StepScope, _Scope, failure_kind
-from ._status import answer_message
+from ._status import answer_message, stop_message
 from ._telemetry import AgentTelemetry, bounded, guard, tool_list_attributes
 
 __all__ = ["Resumed", "RunScope", "RUN_ATTRIBUTES", "caller_attributes", "baggage_entries", "record_decisions"]
@@ -40,6 +40,15 @@ def _approvals(cp: Checkpoint, decisions: Mapping[str, Decision]) -> dict[str, A
     if edited := getattr(cp, "_edited", None):  # approved with the person's corrected arguments
         attributes[N.APPROVAL_EDITED] = names(edited)
     return attributes
+
+
+def _approval_events(span: trace.Span, cp: Checkpoint, decisions: Mapping[str, Decision]) -> None:
+    """One ``tracedagent.approval`` event per decided call on the span of the run that goes on
+    with them: where a trace viewer's span detail (its logs) shows each decision."""
+    for call in cp.pending[:N.MAX_LIST_ITEMS]:
+        span.add_event(N.APPROVAL_EVENT, {
+            N.GEN_AI_TOOL_NAME: bounded(call.name), N.GEN_AI_TOOL_CALL_ID: bounded(call.id),
+            N.DECISION: N.DECISION_APPROVED if decisions.get(call.id) is True else N.DECISION_DENIED})
 
 
 def record_decisions(t: AgentTelemetry, cp: Checkpoint, decisions: Mapping[str, Decision], now: float) -> None:
@@ -97,6 +106,25 @@ class Resumed:
                                     trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))
         return [trace.Link(context)] if context.is_valid else None
 
+    def mark_paused_trace(self, telemetry: AgentTelemetry, resumed: trace.Span) -> None:
+        """A short ``tracedagent.resume`` span in the paused run's trace, a child of its run
+        span, linked to the ``resumed`` run's span: the way from the pause to what came of it,
+        found from the paused run's side (its run span ended long ago and cannot gain a link)."""
+        links = self.links()
+        if not links:
+            return
+        context = resumed.get_span_context()
+        attributes = self.attributes()
+        if context.is_valid:
+            attributes[N.RESUMED_TRACE_ID] = trace.format_trace_id(context.trace_id)
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(links[0].context))
+        span = telemetry.tracer.start_span(N.RESUME_SPAN_NAME, parent, SpanKind.INTERNAL, attributes,
+                                           [trace.Link(context)] if context.is_valid else None)
+        try:
+            _approval_events(span, self.checkpoint, self.decisions)
+        finally:
+            span.end()
+
 
 
 
@@ -152,6 +180,10 @@ class RunScope(_Scope):
         step is not changed once its span has ended), so the run's are joined, not recomputed."""
         self._priced = budget.priced
         """Without prices a cost is unknown, not zero: it is left off the span and the metric."""
+        if resumed is not None and self.recording:
+            with guard("marking the paused run's trace"):
+                _approval_events(self.span, resumed.checkpoint, resumed.decisions)
+                resumed.mark_paused_trace(telemetry, self.span)
 
     @property
     def trace_id(self) -> str | None:
@@ -249,6 +281,8 @@ class RunScope(_Scope):
             with guard(self.doing):
                 if cancelled:
                     self.span.set_attribute(N.STOP_REASON, Stop.CANCELLED.value)
+                    if self._t.capture is not None:  # the GenAI tab says why no answer came
+                        self.span.set_attributes(self._t.capture.answer(stop_message(Stop.CANCELLED.value, None)))
                 if used is not None and self.recording:
                     self._set_used(used)
         _Scope.fail(self, kind, description)
@@ -290,4 +324,5 @@ class RunScope(_Scope):
         (``Resumed``), counted as ``resume`` counts them."""
         with guard("marking the decisions"):
             self.span.set_attributes(_approvals(checkpoint, decisions))
+            _approval_events(self.span, checkpoint, decisions)
         record_decisions(self._t, checkpoint, decisions, now)

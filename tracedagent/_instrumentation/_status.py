@@ -19,7 +19,7 @@ from .._core._run import Run
 from ._content import ContentCapture
 from ._telemetry import report
 
-__all__ = ["chat_failure", "tool_failure", "tool_interrupted", "answer_message"]
+__all__ = ["chat_failure", "tool_failure", "tool_interrupted", "answer_message", "stop_message"]
 
 _TOOL_FAILURES = {
     ToolOutcome.ERROR: "the tool raised {error}",
@@ -62,8 +62,22 @@ def tool_interrupted(kind: str) -> str:
 
 
 def answer_message(run: Run) -> list[dict[str, Any]]:
-    """``gen_ai.output.messages`` of the run span: the run's output as one assistant message, so
-    that the run's GenAI tab shows its answer. A stopped run's output is the sentence it returned;
-    its finish reason is then the stop reason, so the tab never passes it off as an answer."""
-    return [{"role": "assistant", "parts": [{"type": "text", "content": run.output}],
-             "finish_reason": "stop" if run.ok else run.stop.value}]
+    """``gen_ai.output.messages`` of the run span, so that the run's GenAI tab shows how it ended.
+    An answer is one assistant message. A stopped run's output is tracedagent's own sentence
+    ("Stopped: ...", "Paused: ..."), not the model's: it is a ``system`` message (a GenAI view
+    shows any other role as an assistant's), with a ``tracedagent.stop`` part carrying the stop
+    reason (and, for a pause, how many calls wait), and the stop reason as its finish reason."""
+    if run.ok:
+        return [{"role": "assistant", "parts": [{"type": "text", "content": run.output}], "finish_reason": "stop"}]
+    return stop_message(run.stop.value, run.output, len(run.pending) if run.paused is not None else None)
+
+
+def stop_message(reason: str, sentence: str | None, pending: int | None = None) -> list[dict[str, Any]]:
+    """A run that did not answer, as the one message its run span's GenAI tab shows: the sentence
+    it returned (if any) and a ``tracedagent.stop`` part saying why (a generic part a GenAI view
+    renders as it is)."""
+    stop: dict[str, Any] = {"type": N.STOP_PART, N.STOP_PART_REASON: reason}
+    if pending is not None:
+        stop[N.STOP_PART_PENDING] = pending
+    parts: list[dict[str, Any]] = [{"type": "text", "content": sentence}] if sentence else []
+    return [{"role": N.STOP_ROLE, "parts": [*parts, stop], "finish_reason": reason}]

@@ -76,8 +76,22 @@ class StreamScope(ChatScope):
         self._facts(chunks, None)
         self.end(completion)
 
-    def broke(self, kind: str, chunks: int) -> None:
-        self._facts(chunks, kind)
+    def broke(self, kind: str, turn: Turn) -> None:
+        """The stream ended early (``kind``: cancelled, timeout, the error's class): what had
+        arrived stays on the span, marked partial - its usage if a chunk carried any and, with
+        capture on, its text as the output message, its finish reason ``kind``."""
+        self._facts(turn.chunks, kind)
+        with guard("keeping a broken stream's partial turn"):
+            received = turn.received() if self.recording else None
+            if received is not None:
+                usage = received.usage
+                attributes: dict[str, Any] = {N.RESPONSE_PARTIAL: True}
+                if usage.input_tokens or usage.output_tokens:
+                    attributes.update({N.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+                                       N.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens})
+                if self._t.capture is not None:
+                    attributes.update(self._t.capture.output(received, bounded(kind)))
+                self.span.set_attributes(attributes)
         self.fail(kind)
 
     def _facts(self, chunks: int, kind: str | None) -> None:
@@ -152,11 +166,11 @@ def streamed(chat: Any, stream: Callable[[ModelRequest], Any], request: ModelReq
         _close(chunks)  # a response whose close fails is the call's failure, its span ended below
     except GeneratorExit:  # the consumer stopped reading
         _close_after(chunks)
-        scope.broke(N.ERROR_CANCELLED, turn.chunks)
+        scope.broke(N.ERROR_CANCELLED, turn)
         raise
     except BaseException as exc:
         _close_after(chunks)
-        scope.broke(failure_kind(exc), turn.chunks)
+        scope.broke(failure_kind(exc), turn)
         raise
     scope.finish(turn.result, turn.chunks)
 
@@ -191,13 +205,13 @@ async def astreamed(chat: Any, astream: Callable[[ModelRequest], Any], request: 
             try:
                 await _aclose_after(chunks)
             finally:  # even if this task is cancelled again while it closes
-                scope.broke(N.ERROR_CANCELLED, turn.chunks)
+                scope.broke(N.ERROR_CANCELLED, turn)
         raise
     except BaseException as exc:
         try:
             await _aclose_after(chunks)
         finally:
-            scope.broke(failure_kind(exc), turn.chunks)
+            scope.broke(failure_kind(exc), turn)
         raise
     scope.finish(turn.result, turn.chunks)
 

@@ -157,9 +157,13 @@ class ActivityTracer:
 
     def start_span(self, name: str, context: Any = None, kind: SpanKind = SpanKind.INTERNAL,
                    attributes: Any = None, *args: Any, **kwargs: Any) -> Span:
-        if activity.in_activity():
-            attributes = {**(attributes or {}), N.TEMPORAL_ATTEMPT: activity.info().attempt}
-        return self._tracer.start_span(name, context, kind, attributes, *args, **kwargs)
+        attempt = activity.info().attempt if activity.in_activity() else None
+        if attempt is not None:
+            attributes = {**(attributes or {}), N.TEMPORAL_ATTEMPT: attempt}
+        span = self._tracer.start_span(name, context, kind, attributes, *args, **kwargs)
+        if attempt is not None and attempt > 1:  # a retry: the gap before this span, in its logs
+            span.add_event(N.RETRY_EVENT, {N.TEMPORAL_ATTEMPT: attempt})
+        return span
 
 
 def activity_telemetry(telemetry: AgentTelemetry) -> AgentTelemetry:
