@@ -14,12 +14,12 @@ EVALUATION_PASSED = "tracedagent.evaluation.passed"
 EVALUATION_THRESHOLD = "tracedagent.evaluation.threshold"
 EVALUATION_SPAN_PREFIX = "evaluate"
 """An evaluation span is named ``evaluate {grader}``, a child of the graded run's span."""
-EVALUATION_TRACER_NAME = "tracedagent.evals"
-"""The tracer and meter that grades are reported through."""
 METRIC_EVALUATION_GRADES = "tracedagent.evaluation.grades"
 """Counter of grades by grader and passed (Prometheus: ``tracedagent_evaluation_grades_total``)."""
 METRIC_EVALUATION_SCORE = "tracedagent.evaluation.score"
 """Histogram of grade scores by grader, in [0, 1]."""
+EVALUATION_SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+"""The score histogram's buckets: tenths, and finer near 1.0 where thresholds sit."""
 MAX_EXPLANATION_LENGTH = 1024
 """An explanation is cut to this many characters on a span (it may quote the run's output)."""
 

@@ -34,12 +34,13 @@ class GradeTelemetry:
 
     def __init__(self, tracer_provider: trace.TracerProvider | None = None,
                  meter_provider: metrics.MeterProvider | None = None) -> None:
-        self.tracer = trace.get_tracer(N.EVALUATION_TRACER_NAME, __version__, tracer_provider)
-        meter = metrics.get_meter(N.EVALUATION_TRACER_NAME, __version__, meter_provider)
+        self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
+        meter = metrics.get_meter(N.TRACER_NAME, __version__, meter_provider)
         self.grades = meter.create_counter(N.METRIC_EVALUATION_GRADES, unit="{grade}",
                                            description="Grades of agent runs, by grader and whether they passed.")
         self.scores = meter.create_histogram(N.METRIC_EVALUATION_SCORE, unit="1",
-                                             description="Grade scores in [0, 1], by grader.")
+                                             description="Grade scores in [0, 1], by grader.",
+                                             explicit_bucket_boundaries_advisory=N.EVALUATION_SCORE_BUCKETS)
 
     @staticmethod
     def attributes(g: Grader, grade: Grade) -> dict[str, Any]:
