@@ -159,7 +159,7 @@ def no_repeated_calls() -> Grader:
     """No call (name and arguments) was requested twice: the run did not stop on the repeat
     detector, and (a live run) no identical call was made twice under its limit."""
     def check(run: GradedRun) -> Grade:
-        if run.stop_reason == Stop.REPEATED_IDENTICAL_CALL.value:
+        if run.stop_reason == Stop.REPEATED_CALL.value:
             return _verdict(False, "the run stopped on a repeated identical call")
         seen: set[tuple[str, str]] = set()
         for step in run.run.steps if run.run is not None else ():
