@@ -28,7 +28,7 @@ LAYERS: dict[str, set[str]] = {
     "_traces": {"_core", "_instrumentation", "_export"},
     "_testing": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces"},
     # The CLI runs `tracedagent demo --local-model` and `tracedagent local check` through OpenAIChatModel.
-    "_cli": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces", "_testing", "models"},
+    "_cli": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces", "_testing", "models", "evals"},
     "models": {"_core"},
     # A Temporal workflow is a driver of the loop (docs/architecture.md, "A new driver"): it
     # makes the same RunState decisions and opens the same span scopes as Agent.arun, and it

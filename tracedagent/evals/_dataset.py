@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .._testing._recorder import Recorder
     from ._report import Report
 
-__all__ = ["Dataset", "DatasetError", "resolve_grader"]
+__all__ = ["Dataset", "DatasetError", "resolve_grader", "import_ref"]
 
 
 class DatasetError(ValueError):
@@ -25,16 +25,17 @@ class DatasetError(ValueError):
     dataset that cannot be saved (a grader with no ``module:attr`` name)."""
 
 
-def _import(ref: str) -> Any:
+def import_ref(ref: str) -> Any:
+    """What ``module:attr`` names (``attr`` may be dotted); ``DatasetError`` when it cannot be imported."""
     module, _, attr = ref.partition(":")
     if not module or not attr:
-        raise DatasetError(f"a grader is named module:attr, not {ref!r}")
+        raise DatasetError(f"a grader or an agent is named module:attr, not {ref!r}")
     try:
         found: Any = importlib.import_module(module)
         for part in attr.split("."):
             found = getattr(found, part)
     except (ImportError, AttributeError) as exc:
-        raise DatasetError(f"grader {ref!r} cannot be imported: {exc}") from None
+        raise DatasetError(f"{ref!r} cannot be imported: {exc}") from None
     return found
 
 
@@ -46,7 +47,7 @@ def resolve_grader(entry: Any) -> Grader:
         entry = {"grader": entry}
     if not isinstance(entry, Mapping) or not isinstance(entry.get("grader"), str):
         raise DatasetError(f"a grader entry is 'module:attr' or a mapping with 'grader', not {entry!r}")
-    found = _import(entry["grader"])
+    found = import_ref(entry["grader"])
     args = entry.get("args")
     if args is not None or getattr(found, "__module__", "").startswith("tracedagent.evals"):
         try:
