@@ -256,6 +256,19 @@ def polite(run: GradedRun) -> bool:
     return "please" in run.text
 
 
+@grader(threshold=0.5)
+def brief(run: GradedRun) -> float:
+    """A decorated grader: a Grader already, named in a file as test_evals:brief."""
+    return 1.0 if len(run.text) < 100 else 0.0
+
+
+def test_a_decorated_grader_saves_and_loads_with_its_threshold(tmp_path):
+    Dataset(["t"], [brief]).save(tmp_path / "d.json")
+    assert json.loads((tmp_path / "d.json").read_text())["graders"] == [{"grader": "test_evals:brief", "threshold": 0.5}]
+    (loaded,) = Dataset.load(tmp_path / "d.json").graders
+    assert loaded.name == "brief" and loaded.threshold == 0.5 and loaded.check is brief.check
+
+
 @pytest.mark.parametrize("suffix", [".json", ".yaml"])
 def test_a_dataset_round_trips_with_its_graders_named(tmp_path, suffix):
     dataset = Dataset([Case(task="where is A1?", name="a1", expected_output="shipped", metadata={"tier": 1}), "hi"],

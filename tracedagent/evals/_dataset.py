@@ -49,7 +49,7 @@ def resolve_grader(entry: Any) -> Grader:
         raise DatasetError(f"a grader entry is 'module:attr' or a mapping with 'grader', not {entry!r}")
     found = import_ref(entry["grader"])
     args = entry.get("args")
-    if args is not None or getattr(found, "__module__", "").startswith("tracedagent.evals"):
+    if not isinstance(found, Grader) and (args is not None or getattr(found, "__module__", "").startswith("tracedagent.evals")):
         try:
             found = found(**(args or {}))
         except TypeError as exc:
