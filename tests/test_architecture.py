@@ -28,13 +28,15 @@ LAYERS: dict[str, set[str]] = {
     "_traces": {"_core", "_instrumentation", "_export"},
     "_testing": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces"},
     # The CLI runs `tracedagent demo --local-model` and `tracedagent local check` through OpenAIChatModel.
-    "_cli": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces", "_testing", "models"},
+    "_cli": {"_core", "_typed", "_instrumentation", "_agent", "_export", "_traces", "_testing", "models", "evals"},
     "models": {"_core"},
     # A Temporal workflow is a driver of the loop (docs/architecture.md, "A new driver"): it
     # makes the same RunState decisions and opens the same span scopes as Agent.arun, and it
     # hosts Agents (the public class) by name.
     "temporal": {"_core", "_instrumentation", "_agent"},
     "mcp": {"_core"},
+    # Evals grade runs through the testing toolkit's play (the seam live and replayed runs share).
+    "evals": {"_core", "_typed", "_instrumentation", "_agent", "_traces", "_testing"},
 }
 """Integrations (``models``, and later ``mcp`` and ``temporal``) sit on the public surface and
 the core; the top-level modules (``__init__``, ``testing``, ``pytest_plugin``) re-export."""
@@ -62,6 +64,8 @@ THIRD_PARTY: dict[str, set[str]] = {
     "temporal": API | {"temporalio"},
     # The MCP SDK's messages are pydantic models; a tool's input is checked by jsonschema (which it brings).
     "mcp": API | {"mcp", "mcp-types", "pydantic", "jsonschema"},
+    # output_validates checks a type with pydantic; YAML datasets need PyYAML (extra evals).
+    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml"},
 }
 """``docs/architecture.md``'s table: an optional integration's SDK is its wing's alone."""
 
@@ -88,6 +92,7 @@ DISTRIBUTIONS = {
     "pydantic_core": "pydantic-core",
     "typing_extensions": "typing-extensions",
     "jsonschema": "jsonschema",
+    "yaml": "pyyaml",
     "pytest": "pytest",
 }
 

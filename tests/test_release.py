@@ -54,7 +54,7 @@ def test_the_wheel_holds_the_license_and_the_stack_files(built):
     assert metadata["License-Expression"] == "Apache-2.0"
     # `tracedagent local serve`'s chat template, with llama.cpp's MIT notice beside it
     assert {"Qwen-Qwen2.5-7B-Instruct.jinja", "LICENSE-llama.cpp"} <= local_model
-    assert metadata.get_all("Provides-Extra") == ["openai", "anthropic", "temporal", "mcp", "local"]  # test/bench are groups
+    assert metadata.get_all("Provides-Extra") == ["openai", "anthropic", "temporal", "mcp", "local", "evals"]  # test/bench are groups
     assert any(url.startswith("Source, https://") for url in metadata.get_all("Project-URL"))
 
 

@@ -135,7 +135,7 @@ def test_the_enums_are_the_code_s(resolved):
 
 def test_the_registry_s_metrics_are_the_instruments_the_code_creates(resolved):
     metrics = _groups(resolved, "metric")
-    source = (ROOT / "tracedagent" / "_instrumentation" / "_telemetry.py").read_text()
+    source = "".join((ROOT / "tracedagent" / path / "_telemetry.py").read_text() for path in ("_instrumentation", "evals"))
     created = dict(re.findall(r"N\.(METRIC_\w+), unit=\"([^\"]+)\"", source))
     assert set(created) == {c for c in vars(N) if c.startswith("METRIC_")}
     for constant, unit in created.items():

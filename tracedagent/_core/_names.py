@@ -397,4 +397,5 @@ TEMPORAL_HEALTH_SERVICE = "temporal.api.workflowservice.v1.WorkflowService"
 DOCTOR_TIMEOUT = 2.0
 """Seconds each of ``tracedagent doctor``'s checks may take; they run at once, so this bounds the whole."""
 
+from ._evaluation_names import *  # noqa: E402,F403 - tracedagent.evals' names (_evaluation_names.py)
 __all__ = sorted(name for name in dir() if name.isupper() and not name.startswith("_"))

@@ -1,0 +1,32 @@
+"""Evals: grade an agent's runs, over a dataset of cases, into a report; each grade in the run's trace.
+
+Owns: ``Case`` and ``Dataset`` (cases and graders, saved as JSON or YAML), the graded run's
+one view (``GradedRun``: live from a ``Run`` and its spans, or recorded from a trace), ``Grade``
+and ``Grader`` (a callable with a name and a threshold), the built-in deterministic graders,
+experiments (``Dataset.evaluate`` / ``aevaluate``: each case played ``repeat`` times through
+the testing toolkit's ``play`` / ``aplay``), the ``Report`` (pass rates, pass^k, pass@k,
+distributions, ``compare``, JSON and JUnit XML), and the grades' telemetry (an evaluation span
+under the graded run's span with the ``gen_ai.evaluation.result`` event, and the metrics).
+
+May import: ``_core``, ``_typed``, ``_instrumentation``, ``_agent``, ``_traces`` and
+``_testing`` (it sits above the testing toolkit, whose ``play`` is the seam it grades through),
+the OpenTelemetry API and SDK, and PyYAML lazily (the ``evals`` extra) for YAML datasets.
+"""
+
+from ._case import Case
+from ._dataset import Dataset, DatasetError
+from ._grade import ContentNotRecorded, Grade, GradedRun, Grader, grader
+from ._graders import (answered, cost_under, duration_under, no_denied_calls, no_failed_calls,
+                       no_repeated_calls, output_contains, output_equals, output_matches, output_validates,
+                       steps_under, stop_reason_in, tokens_under, tool_success_rate, trajectory_contains,
+                       trajectory_excludes, trajectory_in_order)
+from ._report import CaseChange, CaseResult, Comparison, GradeResult, Report, TrialResult
+from ._experiment import aevaluate, evaluate
+
+__all__ = [
+    "Case", "Dataset", "DatasetError", "ContentNotRecorded", "Grade", "GradedRun", "Grader", "grader",
+    "answered", "cost_under", "duration_under", "no_denied_calls", "no_failed_calls", "no_repeated_calls",
+    "output_contains", "output_equals", "output_matches", "output_validates", "steps_under", "stop_reason_in",
+    "tokens_under", "tool_success_rate", "trajectory_contains", "trajectory_excludes", "trajectory_in_order",
+    "CaseChange", "CaseResult", "Comparison", "GradeResult", "Report", "TrialResult", "aevaluate", "evaluate",
+]
