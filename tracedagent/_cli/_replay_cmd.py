@@ -20,7 +20,8 @@ from rich.text import Text
 
 from .._traces._recorded import Recording, ReplayError
 from ._render import format_cost, stop_style, text
-from .._testing._replay import first_divergence, load_spans
+from .._testing._replay import TYPE_PATH, first_divergence, load_spans
+from .._traces._printable import printable
 from .._core._tools import Registry
 
 __all__ = ["load_recording", "write_test", "diff_view", "default_test_path"]
@@ -44,25 +45,44 @@ def default_test_path(recording: Recording) -> Path:
     return Path("tests") / f"test_replay_{slug}.py"
 
 
-def write_test(recording: Recording, out: Path, *, real_tools: str | None = None) -> Path:
+def write_test(recording: Recording, out: Path, *, real_tools: str | None = None,
+               output_type: str | None = None) -> Path:
     """Write the test to ``out`` and the recording beside it (same name, ``.json``); returns
     the recording's path. ``real_tools`` (``module:attribute``, a ``Registry``) replaces the
-    stubs, checked importable now so that the test does not fail on a typo later."""
+    stubs; a typed run's output type is imported by the test from ``output_type`` or, without
+    it, from the path its trace recorded. Both are checked importable now, so that the test
+    does not fail on a typo later."""
     if real_tools is not None:
         _check_real_tools(real_tools)
+    typed = _output_type_path(recording, output_type)
     data = out.with_suffix(".json")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         data.write_text(json.dumps(recording.to_json(), indent=1) + "\n", encoding="utf-8")
-        out.write_text(_test_source(recording, data.name, real_tools), encoding="utf-8")
+        out.write_text(_test_source(recording, data.name, real_tools, typed), encoding="utf-8")
     except OSError as exc:
         raise ReplayError(f"cannot write {out}: {exc.strerror or exc}") from None
     return data
 
 
-def _check_real_tools(spec: str) -> None:
-    if not _REAL_TOOLS.match(spec):
-        raise ReplayError(f"--real-tools {spec!r}: expected module:attribute, e.g. myapp.tools:registry")
+def _output_type_path(recording: Recording, given: str | None) -> str | None:
+    """Where the generated test imports a typed run's output type from (``None``: an untyped run)."""
+    if given is None and recording.output_type is None:
+        return None
+    path = given or recording.output_type_path
+    if path is None:
+        raise ReplayError(f"the run's output type {printable(recording.output_type)} was recorded without an import "
+                          f"path (a type defined in a function or in __main__, or a form like list[int]): name it "
+                          f"with --output-type MODULE:NAME")
+    if not TYPE_PATH.match(path):
+        raise ReplayError(f"output type {printable(path)}: expected module:qualname, e.g. myapp.types:Weather "
+                          f"(--output-type)")
+    _imported(path, "the output type")
+    return path
+
+
+def _imported(spec: str, what: str) -> object:
+    """``module:attribute`` imported, as pytest run from here would (the user's package on the path)."""
     module, attribute = spec.split(":")
     sys.path.insert(0, str(Path.cwd()))  # as pytest's rootdir would: the user's package
     try:
@@ -70,16 +90,24 @@ def _check_real_tools(spec: str) -> None:
         for name in attribute.split("."):
             value = getattr(value, name)
     except Exception as exc:  # the user's module: anything it raises on import
-        raise ReplayError(f"--real-tools {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
+        raise ReplayError(f"{what} {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
     finally:
         sys.path.remove(str(Path.cwd()))
+    return value
+
+
+def _check_real_tools(spec: str) -> None:
+    if not _REAL_TOOLS.match(spec):
+        raise ReplayError(f"--real-tools {spec!r}: expected module:attribute, e.g. myapp.tools:registry")
+    value = _imported(spec, "--real-tools")
     if not isinstance(value, Registry):
         raise ReplayError(f"--real-tools {spec} is a {type(value).__name__}, not a tracedagent Registry")
 
 
-def _test_source(recording: Recording, data_name: str, real_tools: str | None) -> str:
-    """The generated test. Nothing the trace holds goes into code: the agent's name appears
-    only in a comment, escaped, and the module path was checked against ``_REAL_TOOLS``."""
+def _test_source(recording: Recording, data_name: str, real_tools: str | None, output_type: str | None) -> str:
+    """The generated test. Nothing the trace holds goes into code but an output type's path,
+    checked against ``TYPE_PATH`` (dotted identifiers); the agent's name appears only in a
+    comment, escaped, and the tools' module path was checked against ``_REAL_TOOLS``."""
     agent = json.dumps(recording.agent, ensure_ascii=True)  # one line of ASCII: a comment cannot end early
     what = "the recorded model turns against your real tools" if real_tools else "the recorded run"
     lines = ['"""Generated by `tracedagent replay`: replays ' + what + ".",
@@ -94,10 +122,17 @@ def _test_source(recording: Recording, data_name: str, real_tools: str | None) -
         lines.append(f"from {module} import {head} as real_tools")
         if rest:
             lines.append(f"real_tools = real_tools.{rest}")
+    options = ["real_tools"] if real_tools else []
+    if output_type:  # a typed run: the test names its type, which the replay validates answers against
+        module, qualname = output_type.split(":")
+        head, _, rest = qualname.partition(".")
+        alias = head if head not in ("Path", "Replay", "RECORDING", "real_tools") else "OutputType"
+        lines.append(f"from {module} import {head}" + (f" as {alias}" if alias != head else ""))
+        options.append(f"output_type={alias}{'.' + rest if rest else ''}")
     lines += ["", f"RECORDING = Path(__file__).with_name({json.dumps(data_name, ensure_ascii=True)})", "", "",
               f"def test_replay_reproduces_the_recorded_run():  # agent: {agent}",
               "    replay = Replay.from_file(RECORDING)"]
-    lines.append("    run = replay.run(replay.agent(real_tools))" if real_tools else "    run = replay.run()")
+    lines.append(f"    run = replay.run(replay.agent({', '.join(options)}))" if options else "    run = replay.run()")
     lines += ["    replay.check(run)", ""]
     return "\n".join(lines)
 

@@ -50,6 +50,11 @@ GEN_AI_OUTPUT_TYPE = "gen_ai.output.type"
 OUTPUT_TYPE_JSON = "json"
 OUTPUT_TYPE_NAME = "tracedagent.output.type_name"
 """The output type's name (``Weather``, ``list[int]``) on a typed agent's run spans."""
+OUTPUT_TYPE_PATH = "tracedagent.output.type_path"
+"""Where the output type lives, ``module:qualname`` (``myapp.types:Weather``), on a typed agent's run
+spans, so that ``tracedagent replay`` can import it; only for a class importable by that path
+(not one defined in a function or in ``__main__``, nor ``list[int]``), and at most
+256 characters (``_output.MAX_TYPE_PATH_LENGTH``), else absent."""
 OUTPUT_MODE = "tracedagent.output.mode"
 """How a typed answer was asked for (``prompted``, ``native``, ``tool``), on its run spans."""
 OUTPUT_SCHEMA = "tracedagent.output.schema"

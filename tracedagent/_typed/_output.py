@@ -11,15 +11,16 @@ the model and, when the retries run out, in the run's output sentence: no conten
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, get_args, get_origin
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
-from .._core._output import OutputCheck, bounded_problem
+from .._core._output import MAX_TYPE_PATH_LENGTH, OutputCheck, bounded_problem
 
-__all__ = ["TypedOutput", "output_spec", "type_name"]
+__all__ = ["TypedOutput", "output_spec", "type_name", "import_path"]
 
 MAX_ERRORS = 5
 """At most this many of pydantic's errors are summarized for the model."""
@@ -37,6 +38,9 @@ class TypedOutput:
     """Its name (``Weather``, ``list[int]``, ``Literal['yes', 'no']``)."""
     schema: dict[str, Any]
     """Its JSON schema (pydantic's, for validation)."""
+    path: str | None
+    """Where it lives, ``module:qualname`` (``tracedagent.output.type_path``: replay imports it);
+    ``None`` for a type that cannot be imported by a path (``import_path``)."""
     _adapter: TypeAdapter[Any] = field(repr=False)
 
     def validate(self, text: str) -> OutputCheck:
@@ -57,7 +61,8 @@ def output_spec(output_type: Any) -> TypedOutput:
         schema = adapter.json_schema()
     except (PydanticSchemaGenerationError, PydanticUserError) as exc:
         raise TypeError(f"output_type {type_name(output_type)} cannot be validated: {exc}") from None
-    return TypedOutput(type=output_type, name=type_name(output_type), schema=schema, _adapter=adapter)
+    return TypedOutput(type=output_type, name=type_name(output_type), schema=schema,
+                       path=import_path(output_type), _adapter=adapter)
 
 
 def type_name(output_type: Any) -> str:
@@ -65,6 +70,22 @@ def type_name(output_type: Any) -> str:
     if isinstance(output_type, type) and not get_args(output_type) and get_origin(output_type) is None:
         return output_type.__name__
     return repr(output_type).replace("typing.", "").replace("typing_extensions.", "")
+
+
+def import_path(output_type: Any) -> str | None:
+    """``module:qualname`` of a class that this path finds again (in its module, already
+    imported), e.g. ``myapp.types:Weather``; ``None`` for a typing form (``list[int]``), a class
+    defined in a function or in ``__main__`` (no other process imports it), or a long path."""
+    if not isinstance(output_type, type) or get_args(output_type) or get_origin(output_type) is not None:
+        return None
+    module, qualname = getattr(output_type, "__module__", None), getattr(output_type, "__qualname__", "")
+    if not isinstance(module, str) or module == "__main__" or "<" in qualname:
+        return None
+    found: Any = sys.modules.get(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    path = f"{module}:{qualname}"
+    return path if found is output_type and len(path) <= MAX_TYPE_PATH_LENGTH else None
 
 
 def summary(exc: ValidationError) -> str:
