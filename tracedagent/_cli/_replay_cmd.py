@@ -8,6 +8,7 @@ they part. Everything drawn comes from traces a model wrote into, so it goes thr
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import re
@@ -18,10 +19,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .._traces._recorded import Recording, ReplayError
+from .._traces._recorded import RecordedStep, Recording, ReplayError
 from ._render import format_cost, stop_style, text
 from .._testing._replay import TYPE_PATH, first_divergence, load_spans
 from .._traces._printable import printable
+from .._core._budget import Stop
 from .._core._tools import Registry
 
 __all__ = ["load_recording", "write_test", "diff_view", "default_test_path"]
@@ -148,6 +150,26 @@ def _decided(r: Recording) -> str:
     return ", ".join(f"{c.get('name')} {c.get('outcome')}" for c in (r.resumed or {}).get("decided", [])) or "-"
 
 
+def _output(r: Recording) -> str:
+    """An answered run's answer: a typed one's as canonical JSON text (key order and spacing do
+    not make two values differ), a text one's as it is; ``-`` when not answered or not captured."""
+    answer = r.steps[-1].text if r.stop_reason == Stop.ANSWERED.value and r.steps else None
+    if not answer or r.output_type is None:
+        return answer or "-"
+    try:
+        return json.dumps(json.loads(answer), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return answer
+
+
+def _compared_steps(r: Recording) -> list[RecordedStep]:
+    """The steps as ``diff`` compares them: a typed run's answer as its canonical JSON (``_output``),
+    so that two answers of the same value do not differ by their spacing or key order."""
+    if r.output_type is None or _output(r) == "-":
+        return r.steps
+    return [*r.steps[:-1], dataclasses.replace(r.steps[-1], text=_output(r))]
+
+
 def diff_view(a: Recording, b: Recording) -> Group:
     """Two runs side by side, a ``≠`` where they differ, then the first step at which they part."""
     table = Table(header_style="bold", title_justify="left")
@@ -162,16 +184,23 @@ def diff_view(a: Recording, b: Recording) -> Group:
     rows += [(f"{key.replace('_', ' ')} tools", ", ".join(a.tools.get(key, [])) or "-",
               ", ".join(b.tools.get(key, [])) or "-") for key in ("requested", "executed", "blocked", "pending")]
     rows.append(("decided calls", _decided(a), _decided(b)))  # a resumed run's calls a person decided on
+    if a.output_type is not None or b.output_type is not None:  # typed runs: the type, and the answer as JSON
+        rows += [("output type", a.output_type or "- (text)", b.output_type or "- (text)"),
+                 ("output", _output(a), _output(b))]
     for label, left, right in rows:
         same = left == right or label == "trace"
         style = stop_style(str(left)) if label == "stop reason" else ""
         table.add_row(label, "" if same else Text("≠", "bold red"), text(left, style), text(right, style))
-    diverged = first_divergence(a.steps, b.steps)
+    diverged = first_divergence(_compared_steps(a), _compared_steps(b))
     if diverged is None:
         verdict = Text(f"The runs agree on every one of their {len(a.steps)} steps.", "green")
     else:
         index, left_step, right_step = diverged
         verdict = Text.assemble((f"First difference: step {index}", "bold red"), "\n  A: ", text(left_step, limit=None),
                                 "\n  B: ", text(right_step, limit=None))
+    if (a.output_type is None) != (b.output_type is None):  # their outputs are not values of one type
+        typed, untyped = ("A", "B") if a.output_type is not None else ("B", "A")
+        verdict = Text.assemble(f"{typed} is a typed run (", text(a.output_type or b.output_type),
+                                f"), {untyped} an untyped one: its output is text.\n", verdict)
     return Group(table, verdict)
 
