@@ -62,8 +62,10 @@ class OutputSpec(Protocol):
         """The answer's text, as a value of the type or a problem; never raises."""
         ...
 
-    # Optional, read with getattr (a spec of your own may leave it out): ``path``, where the
-    # type lives (``module:qualname``, ``tracedagent.output.type_path``; ``None``: not importable).
+    # Optional, read with getattr (a spec of your own may leave either out): ``path``, where the
+    # type lives (``module:qualname``, ``tracedagent.output.type_path``; ``None``: not importable),
+    # and ``partial(text) -> OutputCheck``, the value so far of a JSON text still arriving
+    # (``stream`` / ``astream`` yield it as ``partial_output`` events); never raises.
 
 
 @dataclass(frozen=True, kw_only=True)

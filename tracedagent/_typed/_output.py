@@ -25,6 +25,7 @@ __all__ = ["TypedOutput", "output_spec", "type_name", "import_path"]
 MAX_ERRORS = 5
 """At most this many of pydantic's errors are summarized for the model."""
 
+_OPENING_FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n?")
 _FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
 
@@ -51,6 +52,16 @@ class TypedOutput:
             return OutputCheck(self._adapter.validate_json(text))
         except ValidationError as exc:
             return OutputCheck(problem=summary(exc))
+
+
+    def partial(self, text: str) -> OutputCheck:
+        """The value so far of a JSON ``text`` still arriving (pydantic's partial JSON: an unfinished
+        last item or string is left out; a model's required fields must all have begun)."""
+        text = _OPENING_FENCE.sub("", text, count=1).rstrip("`")
+        try:
+            return OutputCheck(self._adapter.validate_json(text, experimental_allow_partial=True))
+        except (ValidationError, ValueError) as exc:
+            return OutputCheck(problem=type(exc).__name__)
 
 
 def output_spec(output_type: Any) -> TypedOutput:
