@@ -9,7 +9,6 @@ they part. Everything drawn comes from traces a model wrote into, so it goes thr
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import re
 import sys
@@ -21,7 +20,7 @@ from rich.text import Text
 
 from .._traces._recorded import RecordedStep, Recording, ReplayError
 from ._render import format_cost, stop_style, text
-from .._testing._replay import TYPE_PATH, first_divergence, load_spans
+from .._testing._replay import TYPE_PATH, first_divergence, imported, load_spans
 from .._traces._printable import printable
 from .._core._budget import Stop
 from .._core._tools import Registry
@@ -85,12 +84,9 @@ def _output_type_path(recording: Recording, given: str | None) -> str | None:
 
 def _imported(spec: str, what: str) -> object:
     """``module:attribute`` imported, as pytest run from here would (the user's package on the path)."""
-    module, attribute = spec.split(":")
     sys.path.insert(0, str(Path.cwd()))  # as pytest's rootdir would: the user's package
     try:
-        value: object = importlib.import_module(module)
-        for name in attribute.split("."):
-            value = getattr(value, name)
+        value: object = imported(spec)
     except Exception as exc:  # the user's module: anything it raises on import
         raise ReplayError(f"{what} {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
     finally:

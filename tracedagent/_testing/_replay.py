@@ -44,7 +44,7 @@ from .._core._machine import CallModel, Dispatch, Finish, RunMachine
 from .._core._tools import Ask, Registry, Tool, ask
 from .._traces._trace import SpanRecord, group_traces
 
-__all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "recorded_output_type", "TYPE_PATH", "first_divergence", "describe_step", "steps_of",
+__all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "recorded_output_type", "TYPE_PATH", "imported", "first_divergence", "describe_step", "steps_of",
            "tool_lists_of"]
 
 
@@ -189,13 +189,18 @@ def recorded_output_type(r: Recording) -> Any:
                           f"__main__, or a form like list[int]): {fix}")
     if not TYPE_PATH.match(path):
         raise ReplayError(f"{what} has the path {printable(path)}, which is not module:qualname: {fix}")
-    module, qualname = path.split(":")
     try:
-        found: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            found = getattr(found, part)
+        return imported(path)
     except Exception as exc:  # the user's module: anything it raises on import
         raise ReplayError(f"cannot import {what} from {path} ({type(exc).__name__}: {exc}): {fix}") from None
+
+
+def imported(spec: str) -> Any:
+    """``module:dotted.attribute`` imported (whatever the import raises, raised)."""
+    module, attribute = spec.split(":")
+    found: Any = importlib.import_module(module)
+    for part in attribute.split("."):
+        found = getattr(found, part)
     return found
 
 
