@@ -9,6 +9,7 @@ from a directory put on the path: a type in the user's package, as in production
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -49,9 +50,9 @@ def env_with(where: Path) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([str(where), str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 
-def typed_agent(output_type, script, **model):
+def typed_agent(output_type, script, system_prompt="You forecast the weather.", **model):
     return lambda tp: Agent(FakeModel(script, **model), name="forecaster", output_type=output_type, tracer_provider=tp,
-                            capture_content=True)
+                            capture_content=True, system_prompt=system_prompt)
 
 
 def ask(agent):
@@ -92,6 +93,12 @@ def test_an_answered_typed_run_replays_through_the_generated_test(types, tmp_pat
     again = replay.run()
     replay.check(again)
     assert again.output == module.Weather("Paris", 21) == original.output and again.output_retries == 1
+    # The trace holds the prompt as sent, the schema's instruction included; the agent adds it again.
+    assert replay.system_prompt.startswith("You forecast the weather.\n\nWhen you give your final answer")
+    assert replay.agent().system_prompt == "You forecast the weather."
+    played = replay.play(capture_content=True)
+    [system] = json.loads(played.view.span.attributes[N.GEN_AI_SYSTEM_INSTRUCTIONS])
+    assert system["content"] == replay.system_prompt  # sent as when recorded: the instruction once
 
 
 def test_a_type_that_cannot_be_imported_is_a_named_error(types, tmp_path):

@@ -26,7 +26,8 @@ from typing import Any
 
 from .._core import _names as N
 from .._traces._jaeger import JaegerClient, JaegerError
-from .._agent._loop import Agent
+from .._agent._loop import Agent, output_spec_of
+from .._core._output import instruction
 from .._traces._otlp_json import OtlpJsonError, read_file
 from .._core._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
 from .._traces._recorded import TOOL_LISTS, RecordedCall, RecordedStep, Recording, ReplayError
@@ -118,12 +119,12 @@ class Replay:
         (imported from its recorded path: ``recorded_output_type``), and the stub tools - or
         ``registry`` (your real tools); ``options`` go to ``Agent`` (``output_type=`` wins)."""
         options.setdefault("budget", self.budget)
-        options.setdefault("system_prompt", self.system_prompt)
         options.setdefault("name", self.recording.agent)
         options.setdefault("parallel_tool_calls", self.recording.parallel_tool_calls)
         options.setdefault("max_tool_concurrency", self.recording.max_tool_concurrency)
         if "output_type" not in options and self.recording.output_type is not None:
             options["output_type"] = recorded_output_type(self.recording)
+        options.setdefault("system_prompt", _without_instruction(self.system_prompt, options.get("output_type")))
         return Agent(self.model, self.registry if registry is None else registry, **options)
 
     def run(self, agent: Agent | None = None) -> Run:
@@ -193,6 +194,18 @@ def recorded_output_type(r: Recording) -> Any:
         return imported(path)
     except Exception as exc:  # the user's module: anything it raises on import
         raise ReplayError(f"cannot import {what} from {path} ({type(exc).__name__}: {exc}): {fix}") from None
+
+
+def _without_instruction(system_prompt: str | None, output_type: Any) -> str | None:
+    """The recorded system prompt without the prompted mode's instruction for ``output_type``, which
+    the agent adds again (the trace holds the prompt as the model was sent it, instruction included)."""
+    spec = output_spec_of(output_type)
+    if spec is None or system_prompt is None:
+        return system_prompt
+    added = instruction(spec)
+    if system_prompt == added:
+        return None
+    return system_prompt[:-len(added) - 2] if system_prompt.endswith("\n\n" + added) else system_prompt
 
 
 def imported(spec: str) -> Any:
