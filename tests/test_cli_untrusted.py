@@ -497,3 +497,16 @@ def test_the_demo_links_no_trace_when_tracing_is_off(tmp_path):
     assert "/trace/" not in done.stdout and "None" not in done.stdout
     assert "No run recorded a span: tracing is off (OTEL_SDK_DISABLED=true" in done.stdout
     assert "tracedagent show" not in done.stdout  # the file holds nothing to show
+
+
+@pytest.mark.parametrize("path", ["os:system\nimport os", "os:system; rm -rf ~", "__import__('os'):x", "a:b:c"])
+def test_a_tampered_output_type_path_writes_no_code(captured, tmp_path, path):
+    """The one thing from a trace a generated test names in code is a typed run's output type:
+    a path that is not dotted identifiers is refused, in one line, and nothing is written."""
+    document = copy.deepcopy(captured)
+    run = span_named(document, "invoke_agent")
+    set_attribute(run, N.OUTPUT_TYPE_NAME, {"stringValue": "Weather"})
+    set_attribute(run, N.OUTPUT_TYPE_PATH, {"stringValue": path})
+    out = tmp_path / "test_x.py"
+    assert_one_line_error(invoke("replay", written(tmp_path, document), "-o", out), "expected module:qualname")
+    assert not out.exists()

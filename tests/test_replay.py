@@ -29,11 +29,11 @@ from tracedagent._cli._demo import SCENARIOS, Recording, build_agent, run_scenar
 from tracedagent._traces._otlp_json import OtlpJsonWriter
 from tracedagent.testing import FakeModel, Replay, ReplayMismatch, tool_call
 
-BY_NAME = {s.name: s for s in SCENARIOS if s.stops_with is not Stop.CANCELLED and s.output_type is None}
+BY_NAME = {s.name: s for s in SCENARIOS if s.stops_with is not Stop.CANCELLED}
 """The scenarios replay can turn into tests: every one but the run whose reader left (a run that
-did not return is refused, by name: test_a_cancelled_run_is_refused_by_name) and the typed one
-(a trace names its output type but cannot hold the Python type: ``Replay.agent(output_type=...)``
-replays it, test_a_typed_run_replays_with_its_output_type_named; the generated test cannot yet)."""
+did not return is refused, by name: test_a_cancelled_run_is_refused_by_name). The typed one
+(refund-triage, invalid_output) included: its generated test imports its output type from the
+path its trace recorded (test_a_typed_run_replays_with_its_recorded_output_type)."""
 DEADLINE_PACE = 0.25
 """slow-carrier's latencies and deadline scale with the pace (down to the demo's floor), so it
 is recorded at this pace, where the deadline cuts the hanging tool call off with room to spare."""
@@ -120,14 +120,16 @@ def test_the_replay_reproduces_the_stop_reason_and_trajectory(recorded, generate
     assert (again.own_input_tokens, again.own_output_tokens) == (original.own_input_tokens, original.own_output_tokens)
 
 
-def test_a_typed_run_replays_with_its_output_type_named(recorded, tmp_path):
-    path, runs = recorded
+def test_a_typed_run_replays_with_its_recorded_output_type(recorded, generated):
+    _, runs = recorded
     [typed] = [s for s in SCENARIOS if s.output_type is not None]
     original = runs[typed.name]
-    result = tracedagent("replay", path, "--trace", original.trace_id, "-o", tmp_path / "test_typed.py")
-    assert result.returncode == 0, result.stderr
-    replay = Replay.from_file(tmp_path / "test_typed.json")
-    again = replay.run(replay.agent(output_type=typed.output_type))
+    source = (generated / "test_replay_refund_triage.py").read_text()
+    assert "from tracedagent._cli._scenarios import RefundDecision" in source
+    assert "replay.agent(output_type=RefundDecision)" in source
+    replay = Replay.from_file(generated / "test_replay_refund_triage.json")
+    assert replay.recording.output_type_path == "tracedagent._cli._scenarios:RefundDecision"
+    again = replay.run()  # no output_type=: imported from the recorded path
     replay.check(again)
     assert again.stop is original.stop is Stop.INVALID_OUTPUT
     assert again.output_retries == original.output_retries == 1 and again.text == original.text

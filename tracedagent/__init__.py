@@ -19,7 +19,7 @@ from ._version import __version__
 if TYPE_CHECKING:
     from ._core._attributes import BadAttributes
     from ._core._budget import Budget, Stop
-    from ._core._events import RunEnd, StepEnd, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
+    from ._core._events import PartialOutput, RunEnd, StepEnd, StreamEvent, TextDelta, ToolCallEvent, ToolResultEvent
     from ._core._streaming import ToolCallDelta, TurnEnd
     from ._export._configure import Telemetry, configure
     from ._agent._loop import Agent
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(["BadAttributes"], "._core._attributes"),
     **dict.fromkeys(["Budget", "Stop"], "._core._budget"),
-    **dict.fromkeys(["RunEnd", "StepEnd", "StreamEvent", "TextDelta", "ToolCallEvent", "ToolResultEvent"],
+    **dict.fromkeys(["PartialOutput", "RunEnd", "StepEnd", "StreamEvent", "TextDelta", "ToolCallEvent", "ToolResultEvent"],
                     "._core._events"),
     **dict.fromkeys(["ToolCallDelta", "TurnEnd"], "._core._streaming"),
     **dict.fromkeys(["Telemetry", "configure"], "._export._configure"),
@@ -71,7 +71,7 @@ __all__ = [
     "__version__", "configure", "tool",
     # streaming: Agent.stream / astream, their events, and what a streaming model yields
     "AgentStream", "AsyncAgentStream", "StreamNotEnded", "StreamEvent", "TextDelta", "ToolCallEvent",
-    "ToolResultEvent", "StepEnd", "RunEnd", "ToolCallDelta", "TurnEnd",
+    "ToolResultEvent", "StepEnd", "RunEnd", "ToolCallDelta", "TurnEnd", "PartialOutput",
 ]
 
 

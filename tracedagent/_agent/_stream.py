@@ -31,7 +31,8 @@ from typing import Any, AsyncIterator, Generator, Iterator, Mapping, Protocol, S
 
 from .._core import _names as N
 from .._core._budget import Budget
-from .._core._events import RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, event_sink, text_delta
+from .._core._events import (RunEnd, StepEnd, StreamEvent, ToolCallEvent, ToolResultEvent, event_sink, partial_outputs,
+                             text_delta)
 from .._core._machine import CallModel, Dispatch, RunMachine
 from .._core._records import Message, ToolCall, ToolResult
 from .._core._run import Run, RunState, current_run
@@ -201,18 +202,20 @@ class AgentStream(_Stream):
 def _drive(h: _Run) -> Generator[StreamEvent, None, None]:
     """``stream``'s pump: the machine's requests performed in the consumer's thread, between events."""
     agent = h.agent
-    name, model, tools, pending = agent.name, agent._model, agent._tools, h.pending
+    name, model, tools, pending, spec = agent.name, agent._model, agent._tools, h.pending, agent._output
     told = -1  # the last step whose step_end was yielded
     with h as machine:
         deadline = machine.deadline
         action = machine.start()
         while True:
             if action.__class__ is CallModel:  # the model's text, passed on as it comes
-                request, turn = action.request, Turn()
+                request, turn, partials = action.request, Turn(), partial_outputs(name, spec)
                 texts = model.stream_turn(request, turn, deadline=deadline)
                 try:
                     for text in texts:
                         yield text_delta(name, text)
+                        if partials is not None and (partial := partials.feed(text)) is not None:
+                            yield partial
                 except (Exception, asyncio.CancelledError) as exc:  # what it means, the machine decides
                     action = machine.model_failed(exc, turn.received())
                     continue
@@ -318,18 +321,20 @@ async def _adrive(h: _Run) -> AsyncIterator[StreamEvent]:
     sub-agents' events passed on while their calls run. One async generator, the text yielded
     straight from the model's: each layer would cost per chunk."""
     agent = h.agent
-    name, model, tools = agent.name, agent._model, agent._tools
+    name, model, tools, spec = agent.name, agent._model, agent._tools, agent._output
     told, reading = -1, None  # the last step told of; what the pump reads events from
     with h as machine:
         try:
             action = machine.start()
             while True:
                 if action.__class__ is CallModel:  # the model's text, passed on as it comes
-                    request, turn = action.request, Turn()
+                    request, turn, partials = action.request, Turn(), partial_outputs(name, spec)
                     reading = texts = model.astream_turn(request, turn, deadline=machine.deadline)
                     try:
                         async for text in texts:
                             yield text_delta(name, text)
+                            if partials is not None and (partial := partials.feed(text)) is not None:
+                                yield partial
                     except (Exception, asyncio.CancelledError) as exc:  # what it means, the machine decides
                         action = machine.model_failed(exc, turn.received())
                         continue

@@ -331,10 +331,12 @@ def trace_command(trace_id: str, jaeger_url: str) -> None:
 @_options.jaeger_option
 @click.option("--real-tools", metavar="MODULE:REGISTRY",
               help="Replay the recorded model turns against your real tools (a tracedagent Registry).")
+@click.option("--output-type", metavar="MODULE:NAME",
+              help="A typed run's output type, when its trace does not say where it lives.")
 @click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path),
               help="The test to write (default tests/test_replay_<agent>.py); the recording goes beside it.")
 def replay(source: str, trace_id: str | None, agent: str | None, jaeger_url: str, real_tools: str | None,
-           out: Path | None) -> None:
+           output_type: str | None, out: Path | None) -> None:
     """Write a pytest file that replays a recorded run: its model turns played back, its tools
     stubbed with their recorded results (or --real-tools), checked step by step.
 
@@ -344,7 +346,7 @@ def replay(source: str, trace_id: str | None, agent: str | None, jaeger_url: str
     try:
         recording = _replay_cmd.load_recording(source, trace_id=trace_id, agent=agent, jaeger=jaeger_url)
         out = out or _replay_cmd.default_test_path(recording)
-        data = _replay_cmd.write_test(recording, out, real_tools=real_tools)
+        data = _replay_cmd.write_test(recording, out, real_tools=real_tools, output_type=output_type)
     except ReplayError as exc:
         raise CliError(str(exc)) from None
     _say(f"Wrote {out} and {data}: the run of {recording.agent} ({recording.stop_reason}, "

@@ -8,7 +8,7 @@ they part. Everything drawn comes from traces a model wrote into, so it goes thr
 
 from __future__ import annotations
 
-import importlib
+import dataclasses
 import json
 import re
 import sys
@@ -18,9 +18,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .._traces._recorded import Recording, ReplayError
+from .._traces._recorded import RecordedStep, Recording, ReplayError
 from ._render import format_cost, stop_style, text
-from .._testing._replay import first_divergence, load_spans
+from .._testing._replay import TYPE_PATH, first_divergence, imported, load_spans
+from .._traces._printable import printable
+from .._core._budget import Stop
 from .._core._tools import Registry
 
 __all__ = ["load_recording", "write_test", "diff_view", "default_test_path"]
@@ -44,42 +46,66 @@ def default_test_path(recording: Recording) -> Path:
     return Path("tests") / f"test_replay_{slug}.py"
 
 
-def write_test(recording: Recording, out: Path, *, real_tools: str | None = None) -> Path:
+def write_test(recording: Recording, out: Path, *, real_tools: str | None = None,
+               output_type: str | None = None) -> Path:
     """Write the test to ``out`` and the recording beside it (same name, ``.json``); returns
     the recording's path. ``real_tools`` (``module:attribute``, a ``Registry``) replaces the
-    stubs, checked importable now so that the test does not fail on a typo later."""
+    stubs; a typed run's output type is imported by the test from ``output_type`` or, without
+    it, from the path its trace recorded. Both are checked importable now, so that the test
+    does not fail on a typo later."""
     if real_tools is not None:
         _check_real_tools(real_tools)
+    typed = _output_type_path(recording, output_type)
     data = out.with_suffix(".json")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         data.write_text(json.dumps(recording.to_json(), indent=1) + "\n", encoding="utf-8")
-        out.write_text(_test_source(recording, data.name, real_tools), encoding="utf-8")
+        out.write_text(_test_source(recording, data.name, real_tools, typed), encoding="utf-8")
     except OSError as exc:
         raise ReplayError(f"cannot write {out}: {exc.strerror or exc}") from None
     return data
 
 
+def _output_type_path(recording: Recording, given: str | None) -> str | None:
+    """Where the generated test imports a typed run's output type from (``None``: an untyped run)."""
+    if given is None and recording.output_type is None:
+        return None
+    path = given or recording.output_type_path
+    if path is None:
+        raise ReplayError(f"the run's output type {printable(recording.output_type)} was recorded without an import "
+                          f"path (a type defined in a function or in __main__, or a form like list[int]): name it "
+                          f"with --output-type MODULE:NAME")
+    if not TYPE_PATH.match(path):
+        raise ReplayError(f"output type {printable(path)}: expected module:qualname, e.g. myapp.types:Weather "
+                          f"(--output-type)")
+    _imported(path, "the output type")
+    return path
+
+
+def _imported(spec: str, what: str) -> object:
+    """``module:attribute`` imported, as pytest run from here would (the user's package on the path)."""
+    sys.path.insert(0, str(Path.cwd()))  # as pytest's rootdir would: the user's package
+    try:
+        value: object = imported(spec)
+    except Exception as exc:  # the user's module: anything it raises on import
+        raise ReplayError(f"{what} {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
+    finally:
+        sys.path.remove(str(Path.cwd()))
+    return value
+
+
 def _check_real_tools(spec: str) -> None:
     if not _REAL_TOOLS.match(spec):
         raise ReplayError(f"--real-tools {spec!r}: expected module:attribute, e.g. myapp.tools:registry")
-    module, attribute = spec.split(":")
-    sys.path.insert(0, str(Path.cwd()))  # as pytest's rootdir would: the user's package
-    try:
-        value: object = importlib.import_module(module)
-        for name in attribute.split("."):
-            value = getattr(value, name)
-    except Exception as exc:  # the user's module: anything it raises on import
-        raise ReplayError(f"--real-tools {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
-    finally:
-        sys.path.remove(str(Path.cwd()))
+    value = _imported(spec, "--real-tools")
     if not isinstance(value, Registry):
         raise ReplayError(f"--real-tools {spec} is a {type(value).__name__}, not a tracedagent Registry")
 
 
-def _test_source(recording: Recording, data_name: str, real_tools: str | None) -> str:
-    """The generated test. Nothing the trace holds goes into code: the agent's name appears
-    only in a comment, escaped, and the module path was checked against ``_REAL_TOOLS``."""
+def _test_source(recording: Recording, data_name: str, real_tools: str | None, output_type: str | None) -> str:
+    """The generated test. Nothing the trace holds goes into code but an output type's path,
+    checked against ``TYPE_PATH`` (dotted identifiers); the agent's name appears only in a
+    comment, escaped, and the tools' module path was checked against ``_REAL_TOOLS``."""
     agent = json.dumps(recording.agent, ensure_ascii=True)  # one line of ASCII: a comment cannot end early
     what = "the recorded model turns against your real tools" if real_tools else "the recorded run"
     lines = ['"""Generated by `tracedagent replay`: replays ' + what + ".",
@@ -94,10 +120,17 @@ def _test_source(recording: Recording, data_name: str, real_tools: str | None) -
         lines.append(f"from {module} import {head} as real_tools")
         if rest:
             lines.append(f"real_tools = real_tools.{rest}")
+    options = ["real_tools"] if real_tools else []
+    if output_type:  # a typed run: the test names its type, which the replay validates answers against
+        module, qualname = output_type.split(":")
+        head, _, rest = qualname.partition(".")
+        alias = head if head not in ("Path", "Replay", "RECORDING", "real_tools") else "OutputType"
+        lines.append(f"from {module} import {head}" + (f" as {alias}" if alias != head else ""))
+        options.append(f"output_type={alias}{'.' + rest if rest else ''}")
     lines += ["", f"RECORDING = Path(__file__).with_name({json.dumps(data_name, ensure_ascii=True)})", "", "",
               f"def test_replay_reproduces_the_recorded_run():  # agent: {agent}",
               "    replay = Replay.from_file(RECORDING)"]
-    lines.append("    run = replay.run(replay.agent(real_tools))" if real_tools else "    run = replay.run()")
+    lines.append(f"    run = replay.run(replay.agent({', '.join(options)}))" if options else "    run = replay.run()")
     lines += ["    replay.check(run)", ""]
     return "\n".join(lines)
 
@@ -111,6 +144,26 @@ def _safe(value: object) -> str:
 
 def _decided(r: Recording) -> str:
     return ", ".join(f"{c.get('name')} {c.get('outcome')}" for c in (r.resumed or {}).get("decided", [])) or "-"
+
+
+def _output(r: Recording) -> str:
+    """An answered run's answer: a typed one's as canonical JSON text (key order and spacing do
+    not make two values differ), a text one's as it is; ``-`` when not answered or not captured."""
+    answer = r.steps[-1].text if r.stop_reason == Stop.ANSWERED.value and r.steps else None
+    if not answer or r.output_type is None:
+        return answer or "-"
+    try:
+        return json.dumps(json.loads(answer), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return answer
+
+
+def _compared_steps(r: Recording) -> list[RecordedStep]:
+    """The steps as ``diff`` compares them: a typed run's answer as its canonical JSON (``_output``),
+    so that two answers of the same value do not differ by their spacing or key order."""
+    if r.output_type is None or _output(r) == "-":
+        return r.steps
+    return [*r.steps[:-1], dataclasses.replace(r.steps[-1], text=_output(r))]
 
 
 def diff_view(a: Recording, b: Recording) -> Group:
@@ -127,16 +180,23 @@ def diff_view(a: Recording, b: Recording) -> Group:
     rows += [(f"{key.replace('_', ' ')} tools", ", ".join(a.tools.get(key, [])) or "-",
               ", ".join(b.tools.get(key, [])) or "-") for key in ("requested", "executed", "blocked", "pending")]
     rows.append(("decided calls", _decided(a), _decided(b)))  # a resumed run's calls a person decided on
+    if a.output_type is not None or b.output_type is not None:  # typed runs: the type, and the answer as JSON
+        rows += [("output type", a.output_type or "- (text)", b.output_type or "- (text)"),
+                 ("output", _output(a), _output(b))]
     for label, left, right in rows:
         same = left == right or label == "trace"
         style = stop_style(str(left)) if label == "stop reason" else ""
         table.add_row(label, "" if same else Text("≠", "bold red"), text(left, style), text(right, style))
-    diverged = first_divergence(a.steps, b.steps)
+    diverged = first_divergence(_compared_steps(a), _compared_steps(b))
     if diverged is None:
         verdict = Text(f"The runs agree on every one of their {len(a.steps)} steps.", "green")
     else:
         index, left_step, right_step = diverged
         verdict = Text.assemble((f"First difference: step {index}", "bold red"), "\n  A: ", text(left_step, limit=None),
                                 "\n  B: ", text(right_step, limit=None))
+    if (a.output_type is None) != (b.output_type is None):  # their outputs are not values of one type
+        typed, untyped = ("A", "B") if a.output_type is not None else ("B", "A")
+        verdict = Text.assemble(f"{typed} is a typed run (", text(a.output_type or b.output_type),
+                                f"), {untyped} an untyped one: its output is text.\n", verdict)
     return Group(table, verdict)
 

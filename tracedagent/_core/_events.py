@@ -2,7 +2,8 @@
 
 Each has a ``type`` string (a class attribute, so that an event is no bigger than its fields)
 and names the agent that produced it, so that a team's events can be told apart. The order
-is the run's: a step's ``text_delta`` events as the model writes, its ``tool_call`` events
+is the run's: a step's ``text_delta`` events as the model writes (a typed agent's
+``partial_output`` after those that change the value so far), its ``tool_call`` events
 once its turn is whole, a ``tool_result`` per dispatched call, ``step_end`` for every step the
 run records, and ``run_end`` - always the last event, once every span of the run has ended.
 """
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Union
+from typing import Any, Callable, ClassVar, Union
 
+from ._output import OutputCheck, OutputSpec
 from ._records import ToolCall, ToolResult
 from ._run import Run, Step
 
-__all__ = ["event_sink", "text_delta", "TextDelta", "ToolCallEvent", "ToolResultEvent", "StepEnd", "RunEnd", "StreamEvent"]
+__all__ = ["event_sink", "text_delta", "TextDelta", "PartialOutput", "PartialOutputs", "partial_outputs", "ToolCallEvent", "ToolResultEvent", "StepEnd", "RunEnd", "StreamEvent"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -28,6 +30,46 @@ class TextDelta:
     """The name of the agent whose model wrote it."""
     text: str
     """The new text (never empty); a step's deltas joined are its ``completion.text``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PartialOutput:
+    """A typed agent's answer as far as its JSON has arrived, validated (``OutputSpec.partial``):
+    after a ``text_delta``, only when the value so far differs from the last one of the turn."""
+
+    type: ClassVar[str] = "partial_output"
+    agent: str
+    """The name of the agent whose model is writing it."""
+    value: Any
+    """The value so far, of the output type (a field still being written may yet change; the answer
+    is only checked whole, at the turn's end: a turn of tool calls or prose may have shown some)."""
+
+
+class PartialOutputs:
+    """One turn's partial values: ``feed`` each text delta, get a ``PartialOutput`` when the value
+    so far changed (each delta parses the text so far: typed answers are short JSON)."""
+
+    __slots__ = ("agent", "parse", "text", "last")
+
+    def __init__(self, agent: str, parse: Callable[[str], OutputCheck]) -> None:
+        self.agent, self.parse, self.text, self.last = agent, parse, "", _NOTHING
+
+    def feed(self, text: str) -> PartialOutput | None:
+        self.text += text
+        check = self.parse(self.text)
+        if check.problem is not None or check.value == self.last:
+            return None
+        self.last = check.value
+        return PartialOutput(agent=self.agent, value=check.value)
+
+
+_NOTHING = object()
+
+
+def partial_outputs(agent: str, spec: OutputSpec | None) -> PartialOutputs | None:
+    """A turn's ``PartialOutputs`` for a typed agent whose spec parses partial JSON, else ``None``."""
+    parse = getattr(spec, "partial", None)
+    return None if parse is None else PartialOutputs(agent, parse)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,7 +131,7 @@ def text_delta(agent: str, text: str) -> TextDelta:
     return event
 
 
-StreamEvent = Union[TextDelta, ToolCallEvent, ToolResultEvent, StepEnd, RunEnd]
+StreamEvent = Union[TextDelta, PartialOutput, ToolCallEvent, ToolResultEvent, StepEnd, RunEnd]
 """Any event a stream yields; ``event.type`` says which."""
 
 

@@ -6,10 +6,9 @@ Names the OpenTelemetry GenAI semantic conventions define are theirs, and the st
 environment variables are the SDK's; everything they lack lives under ``tracedagent.*``.
 ``docs/telemetry.md`` documents each of them.
 
-Written out as strings rather than imported: ``_core`` imports only the standard library (the
-semantic-conventions package keeps the GenAI names in a private ``_incubating`` module, and
-the environment variables' names are the SDK's); ``tests/test_names.py`` holds each to the
-package it comes from.
+Written out as strings rather than imported: ``_core`` imports only the standard library (the semantic-
+conventions package keeps the GenAI names in a private ``_incubating`` module, and the environment
+variables' names are the SDK's); ``tests/test_names.py`` holds each to the package it comes from.
 """
 
 from __future__ import annotations
@@ -51,6 +50,8 @@ GEN_AI_OUTPUT_TYPE = "gen_ai.output.type"
 OUTPUT_TYPE_JSON = "json"
 OUTPUT_TYPE_NAME = "tracedagent.output.type_name"
 """The output type's name (``Weather``, ``list[int]``) on a typed agent's run spans."""
+OUTPUT_TYPE_PATH = "tracedagent.output.type_path"
+"""Where it lives, ``module:qualname``, for replay to import; only for a class importable by it."""
 OUTPUT_MODE = "tracedagent.output.mode"
 """How a typed answer was asked for (``prompted``, ``native``, ``tool``), on its run spans."""
 OUTPUT_SCHEMA = "tracedagent.output.schema"

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["OutputSpec", "OutputCheck", "OutputRequest", "OUTPUT_MODES", "OUTPUT_TOOL_NAME", "MAX_PROBLEM_LENGTH",
-           "output_mode", "output_request", "instruction", "with_instruction", "retry_message", "bounded_problem"]
+           "MAX_TYPE_PATH_LENGTH",
+           "output_mode", "output_request", "type_path", "instruction", "with_instruction", "retry_message", "bounded_problem"]
 
 OUTPUT_MODES = ("auto", "prompted", "native", "tool")
 """How a typed answer is asked for: ``auto`` is the model's first declared mode (its
@@ -29,6 +30,9 @@ OUTPUT_MODES = ("auto", "prompted", "native", "tool")
 OUTPUT_TOOL_NAME = "final_result"
 """The output tool's name, in the ``tool`` mode: the adapter turns a call of it into the turn's
 text, so it is never a requested tool call."""
+
+MAX_TYPE_PATH_LENGTH = 256
+"""A type path longer than this is not recorded (a cut path imports nothing)."""
 
 MAX_PROBLEM_LENGTH = 1000
 """A validation problem shown to the model and in a stopped run's output is cut to this length."""
@@ -58,6 +62,11 @@ class OutputSpec(Protocol):
         """The answer's text, as a value of the type or a problem; never raises."""
         ...
 
+    # Optional, read with getattr (a spec of your own may leave either out): ``path``, where the
+    # type lives (``module:qualname``, ``tracedagent.output.type_path``; ``None``: not importable),
+    # and ``partial(text) -> OutputCheck``, the value so far of a JSON text still arriving
+    # (``stream`` / ``astream`` yield it as ``partial_output`` events); never raises.
+
 
 @dataclass(frozen=True, kw_only=True)
 class OutputRequest:
@@ -71,6 +80,12 @@ class OutputRequest:
     """The JSON schema of the answer."""
     mode: str
     """``prompted``, ``native`` or ``tool`` (``OUTPUT_MODES``, ``auto`` resolved)."""
+
+
+def type_path(spec: OutputSpec | None) -> str | None:
+    """The spec's optional ``path`` (``module:qualname``), when it is a bounded string; else ``None``."""
+    path = getattr(spec, "path", None)
+    return path if isinstance(path, str) and 0 < len(path) <= MAX_TYPE_PATH_LENGTH and ":" in path else None
 
 
 def output_request(spec: OutputSpec | None, mode: str) -> OutputRequest | None:

@@ -27,7 +27,7 @@ from opentelemetry import metrics, trace
 from .._core import _names as N
 from .._core._budget import Budget
 from ._content import ContentCapture, capture_content_from_env, encodable, truncate
-from .._core._output import OutputSpec
+from .._core._output import OutputSpec, type_path
 from .._core._request import Model
 from .._version import __version__
 
@@ -302,6 +302,8 @@ class AgentTelemetry:
         self.chat_span_attributes = {**self.chat_attributes, N.GEN_AI_OUTPUT_TYPE: N.OUTPUT_TYPE_JSON}
         self.run_attributes = {**self.run_attributes, N.GEN_AI_OUTPUT_TYPE: N.OUTPUT_TYPE_JSON,
                                N.OUTPUT_TYPE_NAME: bounded(spec.name), N.OUTPUT_MODE: mode}
+        if (path := type_path(spec)) is not None:  # where replay imports the type from
+            self.run_attributes[N.OUTPUT_TYPE_PATH] = path
 
     def run_start_attributes(self, budget: Budget) -> dict[str, Any]:
         """The run span's attributes at its start: the agent, its model and the run's ceilings and

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import importlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from .._core import _names as N
 from .._traces._jaeger import JaegerClient, JaegerError
-from .._agent._loop import Agent
+from .._agent._loop import Agent, output_spec_of
+from .._core._output import instruction
 from .._traces._otlp_json import OtlpJsonError, read_file
 from .._core._records import Completion, Message, ToolCall, ToolOutcome, ToolResult, Usage, error_type
 from .._traces._recorded import TOOL_LISTS, RecordedCall, RecordedStep, Recording, ReplayError
@@ -42,7 +45,7 @@ from .._core._machine import CallModel, Dispatch, Finish, RunMachine
 from .._core._tools import Ask, Registry, Tool, ask
 from .._traces._trace import SpanRecord, group_traces
 
-__all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "first_divergence", "describe_step", "steps_of",
+__all__ = ["Replay", "ReplayMismatch", "ReplayError", "load_spans", "recorded_output_type", "TYPE_PATH", "imported", "first_divergence", "describe_step", "steps_of",
            "tool_lists_of"]
 
 
@@ -112,13 +115,16 @@ class Replay:
         return stub_registry(self.recording)
 
     def agent(self, registry: Registry | None = None, **options: Any) -> Agent:
-        """An ``Agent`` with the recorded model turns, budget, system prompt and name, and the
-        stub tools - or ``registry`` (your real tools); ``options`` go to ``Agent``."""
+        """An ``Agent`` with the recorded model turns, budget, system prompt, name and output type
+        (imported from its recorded path: ``recorded_output_type``), and the stub tools - or
+        ``registry`` (your real tools); ``options`` go to ``Agent`` (``output_type=`` wins)."""
         options.setdefault("budget", self.budget)
-        options.setdefault("system_prompt", self.system_prompt)
         options.setdefault("name", self.recording.agent)
         options.setdefault("parallel_tool_calls", self.recording.parallel_tool_calls)
         options.setdefault("max_tool_concurrency", self.recording.max_tool_concurrency)
+        if "output_type" not in options and self.recording.output_type is not None:
+            options["output_type"] = recorded_output_type(self.recording)
+        options.setdefault("system_prompt", _without_instruction(self.system_prompt, options.get("output_type")))
         return Agent(self.model, self.registry if registry is None else registry, **options)
 
     def run(self, agent: Agent | None = None) -> Run:
@@ -166,6 +172,49 @@ class Replay:
         if problems:
             raise ReplayMismatch(f"the replay of {printable(r.agent)} (trace {r.trace_id}) did not do what the "
                                  f"recorded run did:\n" + "\n".join(problems))
+
+
+TYPE_PATH = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$", re.ASCII)
+"""A type path replay imports and a generated test names: dotted identifiers, ``module:qualname``."""
+
+
+def recorded_output_type(r: Recording) -> Any:
+    """The typed run's output type, imported from where its trace says it lives
+    (``tracedagent.output.type_path``). ``ReplayError`` naming the path when it cannot be: the trace
+    holds none (a class defined in a function or in ``__main__``, a form like ``list[int]``), the
+    path is not ``module:qualname``, or the import fails; pass ``output_type=`` then."""
+    path, what = r.output_type_path, f"the output type {printable(r.output_type)} of the run of {printable(r.agent)}"
+    fix = "pass output_type= (Replay.agent(output_type=T), tracedagent replay --output-type MODULE:NAME)"
+    if path is None:
+        raise ReplayError(f"{what} was recorded without an import path (a type defined in a function or in "
+                          f"__main__, or a form like list[int]): {fix}")
+    if not TYPE_PATH.match(path):
+        raise ReplayError(f"{what} has the path {printable(path)}, which is not module:qualname: {fix}")
+    try:
+        return imported(path)
+    except Exception as exc:  # the user's module: anything it raises on import
+        raise ReplayError(f"cannot import {what} from {path} ({type(exc).__name__}: {exc}): {fix}") from None
+
+
+def _without_instruction(system_prompt: str | None, output_type: Any) -> str | None:
+    """The recorded system prompt without the prompted mode's instruction for ``output_type``, which
+    the agent adds again (the trace holds the prompt as the model was sent it, instruction included)."""
+    spec = output_spec_of(output_type)
+    if spec is None or system_prompt is None:
+        return system_prompt
+    added = instruction(spec)
+    if system_prompt == added:
+        return None
+    return system_prompt[:-len(added) - 2] if system_prompt.endswith("\n\n" + added) else system_prompt
+
+
+def imported(spec: str) -> Any:
+    """``module:dotted.attribute`` imported (whatever the import raises, raised)."""
+    module, attribute = spec.split(":")
+    found: Any = importlib.import_module(module)
+    for part in attribute.split("."):
+        found = getattr(found, part)
+    return found
 
 
 _AWAITING = frozenset({N.DRIVER_ARUN, N.DRIVER_ASTREAM})

@@ -34,7 +34,6 @@ FORMAT = "tracedagent-replay/1"
 """The ``format`` of a recording's JSON; a file of another format is refused."""
 
 
-
 class ReplayError(ValueError):
     """A trace replay cannot use; the message is one line that says what to do."""
 
@@ -102,9 +101,8 @@ class Recording:
     request_model: str | None = None
     """``gen_ai.request.model`` of the run."""
     driver: str = "run"
-    """``run``, ``arun``, ``stream`` or ``astream``, as the run span says (``tracedagent.driver``); in a trace that does
-    not say, ``arun`` when it shows what only ``arun`` does (overlapping tool calls, a call cut
-    off by the deadline), otherwise ``run``."""
+    """``run``, ``arun``, ``stream`` or ``astream``, as the run span says (``tracedagent.driver``); else ``arun``
+    when the trace shows what only ``arun`` does (overlapping calls, a call the deadline cut), or ``run``."""
     parallel_tool_calls: bool = True
     """Under ``arun``: whether a turn's calls were dispatched concurrently."""
     max_tool_concurrency: int | None = None
@@ -115,15 +113,14 @@ class Recording:
     steps: list[RecordedStep] = field(default_factory=list)
     """Every step, in order: the model's turns, and what each call did (the expectations)."""
     stubs: list[RecordedCall] = field(default_factory=list)
-    """What each dispatched call answered, in dispatch order: what the stub tools give back.
-    A copy of the steps' calls, so that a stub can be changed without changing what is expected."""
+    """What each dispatched call answered, in dispatch order: what the stub tools give back (a copy
+    of the steps' calls, so that a stub can be changed without changing what is expected)."""
     stop_reason: str = ""
     """``tracedagent.stop_reason``."""
     step_count: int = 0
     """``tracedagent.steps``: model calls attempted."""
     tools: dict[str, list[str]] = field(default_factory=dict)
-    """The run span's tool lists: ``requested``, ``executed``, ``blocked``, ``not_dispatched``
-    (each cut at ``MAX_LIST_ITEMS``, as the span holds them)."""
+    """The run span's tool lists by ``TOOL_LISTS`` key (each cut at ``MAX_LIST_ITEMS``, as the span holds them)."""
     tool_counts: dict[str, int] = field(default_factory=dict)
     """The full length of each of those lists that was cut."""
     input_tokens: int | None = None
@@ -132,6 +129,10 @@ class Recording:
     """The agent's own output tokens."""
     cost: float | None = None
     """``tracedagent.cost_usd``, when the budget had prices."""
+    output_type: str | None = None
+    """A typed run's output type name (``tracedagent.output.type_name``); ``None``: a text answer."""
+    output_type_path: str | None = None
+    """Where that type lives, ``module:qualname`` (``tracedagent.output.type_path``), when it was recorded."""
     resumed: dict[str, Any] | None = None
     """For a resumed run (``tracedagent.resumed_from``): ``step_index`` of its decided calls,
     the tokens spent before the pause, and ``decided``: each call's id, name, arguments,
@@ -178,7 +179,8 @@ class Recording:
             max_tool_concurrency=max(int_or_none(a.get(N.TOOLS_MAX_CONCURRENCY)) or 0, 0) or None,
             tool_names=list(dict.fromkeys([*_tool_names(steps), *(c.name for c in decided)])), steps=steps,
             stubs=[c for c in decided if c.outcome != ToolOutcome.DENIED.value] + _stubs(steps, str(a[N.STOP_REASON])),
-            resumed=resumed,
+            resumed=resumed, output_type=str_or_none(a.get(N.OUTPUT_TYPE_NAME)),
+            output_type_path=str_or_none(a.get(N.OUTPUT_TYPE_PATH)),
             stop_reason=str(a[N.STOP_REASON]),
             step_count=int_or_none(a.get(N.STEPS)) or 0,
             tools={key: string_list(a.get(name)) for key, name in TOOL_LISTS.items()},
@@ -320,13 +322,11 @@ class _Reader:
     """Reads content attributes, refusing what replay cannot use."""
 
     def __init__(self, source: str, require_content: bool) -> None:
-        self.source = source
-        self.require = require_content
+        self.source, self.require = source, require_content
 
     def json(self, attributes: Mapping[str, Any], name: str, what: str, *, optional: bool = False) -> Any:
-        """A captured JSON attribute - messages, or a system prompt's parts: a list of objects
-        whose ``parts``, where they have them, are a list. Anything else was not written by
-        tracedagent, and replaying it would replay something else."""
+        """A captured JSON attribute (messages, a system prompt's parts): a list of objects whose
+        ``parts`` are a list; anything else was not written by tracedagent, and would replay something else."""
         raw = attributes.get(name)
         if raw is None:
             if self.require and not optional:
