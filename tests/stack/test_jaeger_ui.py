@@ -70,6 +70,7 @@ service:
 extensions:
   jaeger_query:
     storage: {{traces: memory}}
+    enable_tracing: false
     ui: {{assets_path: "{ui}"}}
     http: {{endpoint: "127.0.0.1:{http}"}}
     grpc: {{endpoint: "127.0.0.1:{grpc}"}}
