@@ -37,7 +37,20 @@ class Dataset(Protocol):
 
     def case_names(self) -> list[str]: ...
 
-__all__ = ["evaluate", "aevaluate"]
+__all__ = ["evaluate", "aevaluate", "grade_trial"]
+
+
+def grade_trial(graders: list[Grader], graded: GradedRun, telemetry: GradeTelemetry) -> TrialResult:
+    """``graded`` judged by every grader (each grade also reported in its trace): one trial.
+    Live or recorded, a run is graded here, so the two give the same grades."""
+    grades = []
+    for g in graders:
+        grade = judge(g, graded)
+        telemetry.report(g, graded, grade)
+        grades.append(GradeResult(grader=g.name, passed=bool(grade.passed), score=grade.score, label=grade.label,
+                                  explanation=grade.explanation, error=grade.error))
+    return TrialResult(trace_id=graded.trace_id, stop_reason=graded.stop_reason, grades=grades, steps=graded.steps,
+                       tokens=graded.total_tokens, cost=graded.cost, latency=graded.duration)
 
 AgentOrFactory = Any  # Agent | Callable[[Case], Agent]
 
@@ -106,16 +119,7 @@ class _Experiment:
         except AssertionError as exc:  # the agent reports to providers this experiment does not record
             return TrialResult(trace_id=played.run.trace_id, stop_reason=played.run.stop.value, grades=[],
                                error=f"RunNotRecorded: {exc}")
-        graded = GradedRun(view, run=played.run, case=case)
-        telemetry = self.telemetry_for(agent)
-        grades = []
-        for g in self.dataset.graders:
-            grade = judge(g, graded)
-            telemetry.report(g, graded, grade)
-            grades.append(GradeResult(grader=g.name, passed=bool(grade.passed), score=grade.score, label=grade.label,
-                                      explanation=grade.explanation, error=grade.error))
-        return TrialResult(trace_id=graded.trace_id, stop_reason=graded.stop_reason, grades=grades, steps=graded.steps,
-                           tokens=graded.total_tokens, cost=graded.cost, latency=graded.duration)
+        return grade_trial(self.dataset.graders, GradedRun(view, run=played.run, case=case), self.telemetry_for(agent))
 
     @staticmethod
     def failed(exc: Exception) -> TrialResult:

@@ -1,0 +1,106 @@
+"""Grading recorded runs (an OTLP/JSON file, Jaeger) without re-running them: the same grades as
+the live runs; each grade in the recorded trace; datasets built from traces replay deterministically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from opentelemetry.trace import format_span_id
+
+from tracedagent._cli._demo import SCENARIOS, build_agent, run_scenario
+from tracedagent._core._budget import Stop
+from tracedagent._traces._otlp_json import encode
+from tracedagent._testing._played import played
+from tracedagent.evals import (GradedRun, RecordedRunsError, answered, grade_recorded, no_denied_calls,
+                               no_failed_calls, no_repeated_calls, output_contains, recorded_runs, steps_under,
+                               stop_reason_in, tokens_under, tool_success_rate, trajectory_contains)
+from tracedagent.evals._experiment import grade_trial
+from tracedagent.evals._telemetry import GradeTelemetry
+from tracedagent.testing import Recorder
+
+GRADERS = [answered(), stop_reason_in([Stop.ANSWERED, Stop.STEP_BUDGET]), no_denied_calls(), no_failed_calls(),
+           no_repeated_calls(), tool_success_rate(threshold=0.5), steps_under(3), tokens_under(400),
+           trajectory_contains(["lookup_order"]), output_contains("shipped")]
+
+
+def grades_of(trial) -> list[tuple]:
+    return [(g.grader, g.passed, g.score, g.label) for g in trial.grades]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, list[tuple]], Path]:
+    """Every demo scenario played live with content capture on, graded live; and the OTLP/JSON
+    file of the same spans, as ``tracedagent demo --out`` writes it (``encode``)."""
+    recorder = Recorder()
+    telemetry = GradeTelemetry(*recorder.providers.values())
+    live: dict[str, list[tuple]] = {}
+    for scenario in SCENARIOS:
+        seen = len(recorder.spans())
+        run = run_scenario(build_agent(scenario, pace=0, capture_content=True, **recorder.providers), scenario)
+        trial = grade_trial(GRADERS, GradedRun(played(run, recorder, seen).view, run=run), telemetry)
+        live[trial.trace_id] = grades_of(trial)
+    runs = [s for s in recorder.spans() if not s.name.startswith("evaluate ")]  # the runs' spans, not the grades'
+    path = tmp_path_factory.mktemp("demo") / "demo.otlp.json"
+    path.write_text(json.dumps(encode(runs)))
+    return live, path
+
+
+def test_grading_the_demo_file_gives_the_live_runs_grades(demo):
+    live, path = demo
+    report = grade_recorded(path, GRADERS, tracer_provider=Recorder().tracer_provider)
+    recorded = {case.trials[0].trace_id: grades_of(case.trials[0]) for case in report.cases}
+    assert set(live) <= set(recorded)  # the file also holds resumptions' traces, graded too
+    for trace_id, grades in live.items():
+        assert recorded[trace_id] == grades, trace_id
+    # the graders tell the runs apart: some pass, some fail
+    assert 0.0 < report.pass_rate < 1.0
+    assert {passed for grades in recorded.values() for _, passed, _, _ in grades} == {True, False}
+
+
+def test_each_grade_of_a_recorded_run_is_a_new_span_under_the_recorded_run_span(demo):
+    _, path = demo
+    recorder = Recorder()
+    [first] = recorded_runs(path, agent="help-desk")
+    for _ in range(2):
+        grade_recorded(None, [answered()], runs=[first], tracer_provider=recorder.tracer_provider)
+    spans = recorder.spans("evaluate answered")
+    assert len(spans) == 2  # grading again adds a span, beside the first
+    for span in spans:
+        assert format_span_id(span.parent.span_id) == format_span_id(first.span.context.span_id)
+        assert span.context.trace_id == first.span.context.trace_id
+
+
+def test_filters_pick_runs_by_agent_and_stop_reason(demo):
+    _, path = demo
+    stuck = recorded_runs(path, stop_reason="step_budget_exhausted")
+    assert stuck and {v.stop_reason for v in stuck} == {"step_budget_exhausted"}
+    # the outermost runs only, unless an agent is named: a sub-agent's runs too
+    assert "writer" not in {v.agent_name for v in recorded_runs(path)}
+    [writer] = recorded_runs(path, agent="writer")
+    assert writer.stop_reason == "step_budget_exhausted"
+
+
+def test_a_recorded_run_without_content_says_its_output_was_not_recorded(tmp_path):
+    recorder = Recorder()
+    scenario = SCENARIOS[0]
+    run_scenario(build_agent(scenario, pace=0, capture_content=False, **recorder.providers), scenario)
+    path = tmp_path / "plain.otlp.json"
+    path.write_text(json.dumps(encode(recorder.spans())))
+    report = grade_recorded(path, [answered(), output_contains("shipped")])
+    [case] = report.cases
+    grades = {g.grader: g for g in case.trials[0].grades}
+    assert grades["answered"].passed
+    assert not grades["output_contains"].passed and grades["output_contains"].error == "ContentNotRecorded"
+
+
+def test_a_source_that_cannot_be_read_is_a_named_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(RecordedRunsError):
+        grade_recorded(bad, [answered()])
+    with pytest.raises(RecordedRunsError):
+        recorded_runs(tmp_path / "missing.json")
+    with pytest.raises(RecordedRunsError, match="service"):
+        recorded_runs(jaeger="http://127.0.0.1:9")
