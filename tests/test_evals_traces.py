@@ -104,3 +104,22 @@ def test_a_source_that_cannot_be_read_is_a_named_error(tmp_path):
         recorded_runs(tmp_path / "missing.json")
     with pytest.raises(RecordedRunsError, match="service"):
         recorded_runs(jaeger="http://127.0.0.1:9")
+
+
+def test_a_jaeger_search_grades_the_runs_it_finds_by_service_and_stop_reason():
+    import urllib.parse
+    from _fake_servers import RoutedServer
+    from tracedagent._core import _names as N
+    traces = json.loads((Path(__file__).parent / "data" / "demo-jaeger.json").read_text())["data"]
+    jaeger = RoutedServer()
+    try:
+        jaeger.answer("/api/traces", {"data": traces, "errors": None})
+        report = grade_recorded(None, [answered()], jaeger=jaeger.url, service="shop", stop_reason="model_error",
+                                since_seconds=7200, tracer_provider=Recorder().tracer_provider)
+        query = dict(urllib.parse.parse_qsl(jaeger.requests[0].query))
+    finally:
+        jaeger.close()
+    assert query["service"] == "shop" and json.loads(query["tags"]) == {N.STOP_REASON: "model_error"}
+    # Jaeger's answer is filtered again: only the model_error runs are graded, and none answered
+    assert report.cases and {c.trials[0].stop_reason for c in report.cases} == {"model_error"}
+    assert report.pass_rate == 0.0
