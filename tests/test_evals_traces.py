@@ -123,3 +123,55 @@ def test_a_jaeger_search_grades_the_runs_it_finds_by_service_and_stop_reason():
     # Jaeger's answer is filtered again: only the model_error runs are graded, and none answered
     assert report.cases and {c.trials[0].stop_reason for c in report.cases} == {"model_error"}
     assert report.pass_rate == 0.0
+
+
+# --- datasets from traces ------------------------------------------------------------------
+
+def test_a_dataset_of_the_failed_runs_of_a_file_replays_them_deterministically(demo, tmp_path):
+    from tracedagent.evals import Dataset, stop_reason_in
+    _, path = demo
+    failed = recorded_runs(path, stop_reason="step_budget_exhausted")
+    dataset = Dataset.from_traces(path, [stop_reason_in(["step_budget_exhausted"]), no_failed_calls()],
+                                  stop_reason="step_budget_exhausted", name="stuck")
+    assert [c.metadata["trace_id"] for c in dataset.cases] == [v.trace_id for v in failed]
+    assert all(c.task and c.recording is not None for c in dataset.cases)
+    dataset.save(tmp_path / "stuck.json")  # the recording goes into the file, and comes back
+    loaded = Dataset.load(tmp_path / "stuck.json")
+    assert [c.recording for c in loaded.cases] == [c.recording for c in dataset.cases]
+
+    report = loaded.evaluate(repeat=2)  # no agent: each case's recorded run is played again
+    recorded = {v.trace_id: v for v in failed}
+    for case in report.cases:
+        view = recorded[case.name.split()[-1]]
+        for trial in case.trials:
+            assert trial.error is None, trial.error
+            assert trial.stop_reason == "step_budget_exhausted" and trial.steps == view.steps
+        assert [grades_of(t) for t in case.trials][0] == [grades_of(t) for t in case.trials][1]
+        assert case.trials[0].grades[0].passed  # stop_reason_in: it stopped as recorded
+    assert {t.trace_id for t in report.trials}.isdisjoint(recorded)  # new runs, not the recorded ones
+
+
+def test_a_recorded_case_serves_recorded_results_and_names_a_call_with_new_arguments(demo):
+    from tracedagent._core._records import ToolCall
+    from tracedagent.evals import Case
+    from tracedagent.evals._recorded import recordings
+    _, path = demo
+    [recording] = recordings(path, agent="help-desk")
+    case = Case.from_recorded(recording)
+    [call] = [c for c in recording.stubs if c.name == "lookup_order"]
+    assert call.outcome == "ok"
+    served = case.tools().dispatch(ToolCall(id="c1", name="lookup_order", arguments=call.arguments))
+    assert (served.outcome.value, served.content) == ("ok", call.result)
+    new = case.tools().dispatch(ToolCall(id="c2", name="lookup_order", arguments={"order_id": "Z-9"}))
+    assert new.outcome.value == "error" and "no recorded result" in new.content  # named, not a guess
+
+
+def test_a_run_recorded_without_content_cannot_be_a_case(tmp_path):
+    from tracedagent.evals import Dataset
+    recorder = Recorder()
+    scenario = SCENARIOS[0]
+    run_scenario(build_agent(scenario, pace=0, capture_content=False, **recorder.providers), scenario)
+    path = tmp_path / "plain.otlp.json"
+    path.write_text(json.dumps(encode(recorder.spans())))
+    with pytest.raises(RecordedRunsError, match="content|captur"):
+        Dataset.from_traces(path)

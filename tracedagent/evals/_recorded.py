@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 from .._core import _names as N
 from .._traces._jaeger import JaegerClient, JaegerError
 from .._traces._otlp_json import OtlpJsonError, read_file
+from .._traces._recorded import Recording, ReplayError
 from .._traces._trace import SpanRecord, Trace, group_traces
 from .._testing._views import RunView, is_run_span
 from ._experiment import grade_trial
@@ -31,7 +32,7 @@ from ._grade import GradedRun, Grader, as_grader
 from ._report import CaseResult, Report
 from ._telemetry import GradeTelemetry
 
-__all__ = ["RecordedRunsError", "recorded_runs", "grade_recorded", "readable"]
+__all__ = ["RecordedRunsError", "recorded_runs", "recordings", "grade_recorded", "readable"]
 
 
 class RecordedRunsError(ValueError):
@@ -89,17 +90,22 @@ def _runs_of(trace_: Trace, filters: _Filters) -> list[RunView]:
     return [view for view in (RunView(s, spans) for s in runs) if filters.keep(view)]
 
 
-def recorded_runs(source: str | Path | None = None, *, trace_id: str | None = None, jaeger: str | None = None,
-                  service: str | None = None, since_seconds: float = 3600.0, limit: int = 20,
-                  agent: str | None = None, stop_reason: str | None = None,
-                  conversation: str | None = None) -> list[RunView]:
+def recorded_runs(source: str | Path | None = None, **found: Any) -> list[RunView]:
     """The recorded runs, each a ``RunView`` over its trace's spans, in start order.
 
-    From an OTLP/JSON file (``source``), or from Jaeger (``jaeger`` its URL): one trace
-    (``trace_id``), or a search of ``service`` over the last ``since_seconds`` (at most ``limit``
-    traces). Kept: the outermost run of each trace (with ``agent``, every run of that agent, a
-    sub-agent's included), whose stop reason is ``stop_reason`` and conversation ``conversation``
-    when given. ``RecordedRunsError`` when the source cannot be read."""
+    From an OTLP/JSON file (``source``), or from Jaeger (``jaeger=`` its URL): one trace
+    (``trace_id=``), or a search of ``service=`` over the last ``since_seconds=`` (default an
+    hour; at most ``limit=`` traces, default 20). Kept: the outermost run of each trace (with
+    ``agent=``, every run of that agent, a sub-agent's included), whose stop reason is
+    ``stop_reason=`` and conversation ``conversation=`` when given. ``RecordedRunsError`` when
+    the source cannot be read."""
+    return [view for _, view in _found(source, **found)]
+
+
+def _found(source: str | Path | None = None, *, trace_id: str | None = None, jaeger: str | None = None,
+           service: str | None = None, since_seconds: float = 3600.0, limit: int = 20, agent: str | None = None,
+           stop_reason: str | None = None, conversation: str | None = None) -> list[tuple[Trace, RunView]]:
+    """``recorded_runs``, each run with its trace (whose ``SpanRecord`` a ``Recording`` reads)."""
     filters = _Filters(agent=agent, stop_reason=stop_reason, conversation=conversation)
     try:
         if jaeger is not None:
@@ -123,8 +129,27 @@ def recorded_runs(source: str | Path | None = None, *, trace_id: str | None = No
         traces = [t for t in traces if t.trace_id == trace_id.lower().zfill(32)]
         if not traces:
             raise RecordedRunsError(f"{source or jaeger}: no trace {trace_id}")
-    views = [view for t in traces for view in _runs_of(t, filters)]
-    return sorted(views, key=lambda v: v.span.start_time or 0)
+    found = [(t, view) for t in traces for view in _runs_of(t, filters)]
+    return sorted(found, key=lambda pair: pair[1].span.start_time or 0)
+
+
+def recordings(source: str | Path | None = None, **found: Any) -> list[Recording]:
+    """The runs ``recorded_runs(source, **found)`` finds, as replay's ``Recording`` (the task,
+    the model's turns, the tool calls with their results). A run recorded without content, or
+    resumed from a pause (it has no task of its own), cannot be a case: ``RecordedRunsError``
+    names it."""
+    made = []
+    for t, view in _found(source, **found):
+        try:
+            recording = Recording.of(t.spans, agent=view.agent_name if found.get("agent") else None,
+                                     source=str(source or found.get("jaeger")))
+        except ReplayError as exc:
+            raise RecordedRunsError(str(exc)) from None
+        if recording.resumed is not None:
+            raise RecordedRunsError(f"trace {recording.trace_id}: the run of {recording.agent!r} resumed a pause; "
+                                    f"it has no task of its own to make a case of")
+        made.append(recording)
+    return made
 
 
 def grade_recorded(source: str | Path | None, graders: Sequence[Any], *, runs: Iterable[RunView] | None = None,
