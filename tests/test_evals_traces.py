@@ -175,3 +175,39 @@ def test_a_run_recorded_without_content_cannot_be_a_case(tmp_path):
     path.write_text(json.dumps(encode(recorder.spans())))
     with pytest.raises(RecordedRunsError, match="content|captur"):
         Dataset.from_traces(path)
+
+
+# --- the command line ----------------------------------------------------------------------
+
+def test_eval_grade_grades_a_file_and_writes_the_report(demo, tmp_path):
+    from click.testing import CliRunner
+    from tracedagent._cli._main import cli
+    from tracedagent.evals import Report
+    live, path = demo
+    out = tmp_path / "graded.json"
+    result = CliRunner().invoke(cli, ["eval", "grade", str(path), "--grader", "tracedagent.evals:answered",
+                                      "--grader", "tracedagent.evals:no_denied_calls", "--json", str(out),
+                                      "--gate", "1"])
+    assert result.exit_code == 1, result.output  # some demo runs stop without answering: the gate fails
+    report = Report.from_json(out.read_text())
+    assert report.graders == ["answered", "no_denied_calls"]
+    by_trace = {c.trials[0].trace_id: c for c in report.cases}
+    for trace_id, grades in live.items():
+        assert [g.passed for g in by_trace[trace_id].trials[0].grades] == [grades[0][1], grades[2][1]]
+    assert "gate failed" in result.output
+
+
+def test_eval_dataset_writes_the_failed_runs_as_cases(demo, tmp_path):
+    from click.testing import CliRunner
+    from tracedagent._cli._main import cli
+    from tracedagent.evals import Dataset
+    _, path = demo
+    out = tmp_path / "stuck.json"
+    result = CliRunner().invoke(cli, ["eval", "dataset", str(path), "--stop-reason", "step_budget_exhausted",
+                                      "-o", str(out), "--name", "stuck"])
+    assert result.exit_code == 0, result.output
+    dataset = Dataset.load(out)
+    expected = [v.trace_id for v in recorded_runs(path, stop_reason="step_budget_exhausted")]
+    assert dataset.name == "stuck" and [c.metadata["trace_id"] for c in dataset.cases] == expected
+    bad = CliRunner().invoke(cli, ["eval", "grade", str(path), "--grader", "nowhere:nothing"])
+    assert bad.exit_code == 2 and "cannot be imported" in bad.output
