@@ -82,13 +82,18 @@ def test_filters_pick_runs_by_agent_and_stop_reason(demo):
     assert writer.stop_reason == "step_budget_exhausted"
 
 
-def test_a_recorded_run_without_content_says_its_output_was_not_recorded(tmp_path):
+def without_content(tmp_path: Path) -> Path:
+    """The help desk's run recorded with content capture off, as an OTLP/JSON file."""
     recorder = Recorder()
     scenario = SCENARIOS[0]
     run_scenario(build_agent(scenario, pace=0, capture_content=False, **recorder.providers), scenario)
     path = tmp_path / "plain.otlp.json"
     path.write_text(json.dumps(encode(recorder.spans())))
-    report = grade_recorded(path, [answered(), output_contains("shipped")])
+    return path
+
+
+def test_a_recorded_run_without_content_says_its_output_was_not_recorded(tmp_path):
+    report = grade_recorded(without_content(tmp_path), [answered(), output_contains("shipped")])
     [case] = report.cases
     grades = {g.grader: g for g in case.trials[0].grades}
     assert grades["answered"].passed
@@ -168,13 +173,8 @@ def test_a_recorded_case_serves_recorded_results_and_names_a_call_with_new_argum
 
 def test_a_run_recorded_without_content_cannot_be_a_case(tmp_path):
     from tracedagent.evals import Dataset
-    recorder = Recorder()
-    scenario = SCENARIOS[0]
-    run_scenario(build_agent(scenario, pace=0, capture_content=False, **recorder.providers), scenario)
-    path = tmp_path / "plain.otlp.json"
-    path.write_text(json.dumps(encode(recorder.spans())))
     with pytest.raises(RecordedRunsError, match="content|captur"):
-        Dataset.from_traces(path)
+        Dataset.from_traces(without_content(tmp_path))
 
 
 # --- the command line ----------------------------------------------------------------------
