@@ -211,3 +211,16 @@ def test_eval_dataset_writes_the_failed_runs_as_cases(demo, tmp_path):
     assert dataset.name == "stuck" and [c.metadata["trace_id"] for c in dataset.cases] == expected
     bad = CliRunner().invoke(cli, ["eval", "grade", str(path), "--grader", "nowhere:nothing"])
     assert bad.exit_code == 2 and "cannot be imported" in bad.output
+
+
+def test_a_jaeger_span_whose_ids_are_not_hex_is_a_named_error():
+    from _fake_servers import RoutedServer
+    [trace] = json.loads((Path(__file__).parent / "data" / "demo-jaeger.json").read_text())["data"][:1]
+    trace["spans"][0]["spanID"] = "not-hex"
+    jaeger = RoutedServer()
+    try:
+        jaeger.answer("/api/traces", {"data": [trace], "errors": None})
+        with pytest.raises(RecordedRunsError, match="ids cannot be read"):
+            recorded_runs(jaeger=jaeger.url, service="shop")
+    finally:
+        jaeger.close()

@@ -129,7 +129,10 @@ def _found(source: str | Path | None = None, *, trace_id: str | None = None, jae
         traces = [t for t in traces if t.trace_id == trace_id.lower().zfill(32)]
         if not traces:
             raise RecordedRunsError(f"{source or jaeger}: no trace {trace_id}")
-    found = [(t, view) for t in traces for view in _runs_of(t, filters)]
+    try:
+        found = [(t, view) for t in traces for view in _runs_of(t, filters)]
+    except ValueError as exc:  # an id that is not hex, from a source that did not check it
+        raise RecordedRunsError(f"{source or jaeger}: a span's ids cannot be read: {exc}") from None
     return sorted(found, key=lambda pair: pair[1].span.start_time or 0)
 
 
