@@ -224,3 +224,27 @@ def test_a_jaeger_span_whose_ids_are_not_hex_is_a_named_error():
             recorded_runs(jaeger=jaeger.url, service="shop")
     finally:
         jaeger.close()
+
+
+def test_grading_the_file_tracedagent_demo_writes_gives_the_live_runs_grades(demo, tmp_path):
+    """The done-when of #38: the demo's own OTLP/JSON file (a separate process, content capture
+    on) graded gives each scenario the grades of its live run."""
+    import os
+    import subprocess
+    import sys
+    live, path = demo
+    agent_of = {v.trace_id: v.agent_name for v in recorded_runs(path)}
+    out = tmp_path / "tracedagent-demo.otlp.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
+    done = subprocess.run([sys.executable, "-m", "tracedagent", "demo", "--pace", "0", "--out", str(out)],
+                          cwd=Path(__file__).parent.parent, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    report = grade_recorded(out, GRADERS, tracer_provider=Recorder().tracer_provider)
+    from_file: dict[str, list[list[tuple]]] = {}
+    for case in report.cases:  # a scenario resumed after a pause has a second run (trace) of its agent
+        from_file.setdefault(case.name.split()[0], []).append(grades_of(case.trials[0]))
+    assert len(live) == len(SCENARIOS)
+    for trace_id, grades in live.items():
+        assert grades in from_file[agent_of[trace_id]], agent_of[trace_id]
+    assert any("output_contains" == g[0] and g[1] for grades in live.values() for g in grades)  # content graded
