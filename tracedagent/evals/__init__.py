@@ -22,6 +22,7 @@ from ._graders import (answered, cost_under, duration_under, no_denied_calls, no
                        trajectory_excludes, trajectory_in_order)
 from ._report import CaseChange, CaseResult, Comparison, GradeResult, Report, TrialResult
 from ._experiment import aevaluate, evaluate
+from ._recorded import RecordedRunsError, grade_recorded, recorded_runs
 
 __all__ = [
     "Case", "Dataset", "DatasetError", "ContentNotRecorded", "Grade", "GradedRun", "Grader", "grader",
@@ -29,4 +30,5 @@ __all__ = [
     "output_contains", "output_equals", "output_matches", "output_validates", "steps_under", "stop_reason_in",
     "tokens_under", "tool_success_rate", "trajectory_contains", "trajectory_excludes", "trajectory_in_order",
     "CaseChange", "CaseResult", "Comparison", "GradeResult", "Report", "TrialResult", "aevaluate", "evaluate",
+    "RecordedRunsError", "grade_recorded", "recorded_runs",
 ]

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
+from .._traces._recorded import Recording, ReplayError
 from ._case import Case
 from ._grade import Grader, as_grader
 
@@ -78,11 +79,17 @@ def _case(raw: Any, where: str) -> Case:
         return Case(task=raw)
     if not isinstance(raw, Mapping) or not isinstance(raw.get("task"), str):
         raise DatasetError(f"{where}: a case is a mapping with a 'task' string, not {raw!r}")
-    unknown = set(raw) - {"task", "name", "expected_output", "metadata"}
+    unknown = set(raw) - {"task", "name", "expected_output", "metadata", "recording"}
     if unknown:
         raise DatasetError(f"{where}: unknown case field(s) {sorted(unknown)}")
+    recording = None
+    if raw.get("recording") is not None:
+        try:
+            recording = Recording.from_json(raw["recording"])
+        except (ReplayError, TypeError, ValueError) as exc:
+            raise DatasetError(f"{where}: its recording cannot be read: {exc}") from None
     return Case(task=raw["task"], name=raw.get("name"), expected_output=raw.get("expected_output"),
-                metadata=dict(raw.get("metadata") or {}))
+                metadata=dict(raw.get("metadata") or {}), recording=recording)
 
 
 def _yaml() -> Any:
@@ -107,6 +114,16 @@ class Dataset:
         if len(set(names)) != len(names):
             raise DatasetError(f"two graders share a name in {names}: give one another (Grader name=)")
 
+    @classmethod
+    def from_traces(cls, source: str | Path | None = None, graders: Iterable[Any] = (), *, name: str | None = None,
+                    **found: Any) -> Dataset:
+        """A case per recorded run (``Case.from_recorded``) that ``recorded_runs(source, **found)``
+        finds: e.g. every ``stop_reason="step_budget_exhausted"`` run of a file, each failure a
+        case. The runs need their content (recorded with content capture on); ``RecordedRunsError``
+        names one that cannot be a case."""
+        from ._recorded import recordings
+        return cls([Case.from_recorded(r) for r in recordings(source, **found)], graders, name=name)
+
     def case_names(self) -> list[str]:
         """Each case's name in reports: its own, or ``case-N``."""
         return [c.name or f"case-{i}" for i, c in enumerate(self.cases)]
@@ -114,7 +131,9 @@ class Dataset:
     # --- files --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         cases = [{k: v for k, v in (("task", c.task), ("name", c.name), ("expected_output", c.expected_output),
-                                    ("metadata", dict(c.metadata))) if v not in (None, {})} for c in self.cases]
+                                    ("metadata", dict(c.metadata)),
+                                    ("recording", c.recording and c.recording.to_json())) if v not in (None, {})}
+                 for c in self.cases]
         data: dict[str, Any] = {"cases": cases, "graders": [_grader_entry(g, 1.0) for g in self.graders]}
         return {"name": self.name, **data} if self.name else data
 
@@ -151,14 +170,14 @@ class Dataset:
         return cls.from_dict(data, str(path))
 
     # --- experiments ----------------------------------------------------------------------
-    def evaluate(self, agent: Agent | Callable[[Case], Agent], *, repeat: int = 1, concurrency: int = 1,
+    def evaluate(self, agent: Agent | Callable[[Case], Agent] | None = None, *, repeat: int = 1, concurrency: int = 1,
                  max_cost: float | None = None, recorder: Recorder | None = None, **telemetry: Any) -> Report:
         """Each case played ``repeat`` times and graded: ``tracedagent.evals.evaluate``."""
         from ._experiment import evaluate
         return evaluate(self, agent, repeat=repeat, concurrency=concurrency, max_cost=max_cost,
                         recorder=recorder, **telemetry)
 
-    async def aevaluate(self, agent: Agent | Callable[[Case], Agent], *, repeat: int = 1, concurrency: int = 1,
+    async def aevaluate(self, agent: Agent | Callable[[Case], Agent] | None = None, *, repeat: int = 1, concurrency: int = 1,
                         max_cost: float | None = None, recorder: Recorder | None = None, **telemetry: Any) -> Report:
         """``evaluate`` through ``Agent.arun``, ``concurrency`` runs at a time on the event loop."""
         from ._experiment import aevaluate

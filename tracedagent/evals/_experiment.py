@@ -37,7 +37,20 @@ class Dataset(Protocol):
 
     def case_names(self) -> list[str]: ...
 
-__all__ = ["evaluate", "aevaluate"]
+__all__ = ["evaluate", "aevaluate", "grade_trial"]
+
+
+def grade_trial(graders: list[Grader], graded: GradedRun, telemetry: GradeTelemetry) -> TrialResult:
+    """``graded`` judged by every grader (each grade also reported in its trace): one trial.
+    Live or recorded, a run is graded here, so the two give the same grades."""
+    grades = []
+    for g in graders:
+        grade = judge(g, graded)
+        telemetry.report(g, graded, grade)
+        grades.append(GradeResult(grader=g.name, passed=bool(grade.passed), score=grade.score, label=grade.label,
+                                  explanation=grade.explanation, error=grade.error))
+    return TrialResult(trace_id=graded.trace_id, stop_reason=graded.stop_reason, grades=grades, steps=graded.steps,
+                       tokens=graded.total_tokens, cost=graded.cost, latency=graded.duration)
 
 AgentOrFactory = Any  # Agent | Callable[[Case], Agent]
 
@@ -45,7 +58,7 @@ AgentOrFactory = Any  # Agent | Callable[[Case], Agent]
 class _Experiment:
     """One experiment's state: the recorder, where grades go, the spend so far."""
 
-    def __init__(self, dataset: Dataset, agent: AgentOrFactory, *, repeat: int, concurrency: int,
+    def __init__(self, dataset: Dataset, agent: AgentOrFactory | None, *, repeat: int, concurrency: int,
                  max_cost: float | None, recorder: Recorder | None, tracer_provider: trace.TracerProvider | None,
                  meter_provider: metrics.MeterProvider | None) -> None:
         if repeat < 1 or concurrency < 1:
@@ -72,6 +85,8 @@ class _Experiment:
             self.recorder.stop()
 
     def agent_for(self, case: Case) -> Agent:
+        if self.agent is None:  # a case made from a recorded run plays it again
+            return case.replay_agent(**self.recorder.providers)
         agent = self.agent if isinstance(self.agent, Agent) else self.agent(case)
         if not isinstance(agent, Agent):
             raise TypeError(f"the agent factory returned {type(agent).__name__}, not an Agent")
@@ -106,16 +121,7 @@ class _Experiment:
         except AssertionError as exc:  # the agent reports to providers this experiment does not record
             return TrialResult(trace_id=played.run.trace_id, stop_reason=played.run.stop.value, grades=[],
                                error=f"RunNotRecorded: {exc}")
-        graded = GradedRun(view, run=played.run, case=case)
-        telemetry = self.telemetry_for(agent)
-        grades = []
-        for g in self.dataset.graders:
-            grade = judge(g, graded)
-            telemetry.report(g, graded, grade)
-            grades.append(GradeResult(grader=g.name, passed=bool(grade.passed), score=grade.score, label=grade.label,
-                                      explanation=grade.explanation, error=grade.error))
-        return TrialResult(trace_id=graded.trace_id, stop_reason=graded.stop_reason, grades=grades, steps=graded.steps,
-                           tokens=graded.total_tokens, cost=graded.cost, latency=graded.duration)
+        return grade_trial(self.dataset.graders, GradedRun(view, run=played.run, case=case), self.telemetry_for(agent))
 
     @staticmethod
     def failed(exc: Exception) -> TrialResult:
@@ -126,7 +132,7 @@ class _Experiment:
             return None
         try:
             agent = self.agent_for(case)
-            return self.grade(case, agent, play(agent, case.task, recorder=self.recorder))
+            return self.grade(case, agent, play(agent, case.task, case.history, recorder=self.recorder))
         except Exception as exc:  # the agent (or its factory) raised: that trial failed, the rest go on
             return self.failed(exc)
 
@@ -136,7 +142,7 @@ class _Experiment:
                 return None
             try:
                 agent = self.agent_for(case)
-                return self.grade(case, agent, await aplay(agent, case.task, recorder=self.recorder))
+                return self.grade(case, agent, await aplay(agent, case.task, case.history, recorder=self.recorder))
             except Exception as exc:
                 return self.failed(exc)
 
@@ -151,12 +157,13 @@ class _Experiment:
                       dataset=self.dataset.name, skipped=self.skipped, cost_exhausted=self.skipped > 0)
 
 
-def evaluate(dataset: Dataset, agent: AgentOrFactory, *, repeat: int = 1, concurrency: int = 1,
+def evaluate(dataset: Dataset, agent: AgentOrFactory | None = None, *, repeat: int = 1, concurrency: int = 1,
              max_cost: float | None = None, recorder: Recorder | None = None,
              tracer_provider: trace.TracerProvider | None = None,
              meter_provider: metrics.MeterProvider | None = None) -> Report:
     """Play each case ``repeat`` times (``concurrency`` runs at a time, each in a thread of its
-    own) and grade every run; never raises for a run or a grader (their failures are failed trials
+    own) and grade every run (``agent`` ``None``: each case made from a recorded run plays it
+    again, ``Case.replay_agent``); never raises for a run or a grader (their failures are failed trials
     and grades). ``recorder``: the one the agent reports to (``Agent(**recorder.providers)``);
     by default a fresh one records the global providers while the experiment runs."""
     experiment = _Experiment(dataset, agent, repeat=repeat, concurrency=concurrency, max_cost=max_cost,
@@ -170,7 +177,7 @@ def evaluate(dataset: Dataset, agent: AgentOrFactory, *, repeat: int = 1, concur
     return experiment.report(results)
 
 
-async def aevaluate(dataset: Dataset, agent: AgentOrFactory, *, repeat: int = 1, concurrency: int = 1,
+async def aevaluate(dataset: Dataset, agent: AgentOrFactory | None = None, *, repeat: int = 1, concurrency: int = 1,
                     max_cost: float | None = None, recorder: Recorder | None = None,
                     tracer_provider: trace.TracerProvider | None = None,
                     meter_provider: metrics.MeterProvider | None = None) -> Report:
