@@ -6,6 +6,7 @@ the development tools as dependency groups, never as extras a user could install
 from __future__ import annotations
 
 import email.parser
+import json
 import importlib.util
 import os
 import subprocess
@@ -113,3 +114,29 @@ def test_the_wheel_s_own_files_give_pip_hints_and_write_the_stack_readme(built, 
     assert "`temporal`" in readme and "`otel-collector`" in readme
     compose = (tmp_path / "s" / "docker-compose.yml").read_text()
     assert "tracedagent stack DIR" in compose
+
+
+def test_the_wheel_evaluates_the_demo_dataset(built, tmp_path):
+    """A pip user has the demo's dataset and its agent: `tracedagent eval demo` plays the file
+    the wheel holds (package data), and `eval run` of the printed path and agent does the same."""
+    _, wheel = built
+    target = tmp_path / "site-packages"
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+                           "--disable-pip-version-check", "--target", str(target), str(wheel)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACEDAGENT_"))}
+    env.update(PYTHONPATH=str(target), COLUMNS="250")
+
+    def tracedagent(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tracedagent", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    dataset, agent = tracedagent("eval", "demo", "--path").stdout.split("\n")[:2]
+    assert Path(dataset).is_relative_to(target) and Path(dataset).is_file()  # the wheel's file, not the clone's
+    short = tracedagent("eval", "demo", "--json", "short.json")
+    long = tracedagent("eval", "run", dataset, *agent.split(), "--json", "long.json")
+    assert short.returncode == long.returncode == 0, short.stderr + long.stderr
+    for report in ("short.json", "long.json"):
+        cases = {c["name"]: c["pass_rate"] for c in json.loads((tmp_path / report).read_text())["cases"]}
+        assert cases["help-desk"] == 1.0 and cases["runaway-research"] == 0.0
