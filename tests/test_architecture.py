@@ -64,8 +64,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     "temporal": API | {"temporalio"},
     # The MCP SDK's messages are pydantic models; a tool's input is checked by jsonschema (which it brings).
     "mcp": API | {"mcp", "mcp-types", "pydantic", "jsonschema"},
-    # output_validates checks a type with pydantic; YAML datasets need PyYAML (extra evals).
-    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml"},
+    # output_validates checks a type with pydantic; YAML datasets need PyYAML (extra evals);
+    # parametrize makes pytest's mark (imported when called).
+    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml", "pytest"},
 }
 """``docs/architecture.md``'s table: an optional integration's SDK is its wing's alone."""
 

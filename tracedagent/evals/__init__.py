@@ -23,6 +23,7 @@ from ._graders import (answered, cost_under, duration_under, no_denied_calls, no
 from ._report import CaseChange, CaseResult, Comparison, GradeResult, Report, TrialResult
 from ._experiment import aevaluate, evaluate
 from ._recorded import RecordedRunsError, grade_recorded, recorded_runs
+from ._pytest import CaseFailed, check_case, parametrize
 
 __all__ = [
     "Case", "Dataset", "DatasetError", "ContentNotRecorded", "Grade", "GradedRun", "Grader", "grader",
@@ -31,4 +32,5 @@ __all__ = [
     "tokens_under", "tool_success_rate", "trajectory_contains", "trajectory_excludes", "trajectory_in_order",
     "CaseChange", "CaseResult", "Comparison", "GradeResult", "Report", "TrialResult", "aevaluate", "evaluate",
     "RecordedRunsError", "grade_recorded", "recorded_runs",
+    "CaseFailed", "check_case", "parametrize",
 ]
