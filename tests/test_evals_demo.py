@@ -90,3 +90,22 @@ def test_the_demo_dataset_as_pytest_tests(pytester: pytest.Pytester, monkeypatch
     result.assert_outcomes(passed=len(PASSING), failed=len(FAILING))
     result.stdout.fnmatch_lines(["*test_demo?runaway-research? FAILED*", "*test_demo?stuck-status-check? FAILED*"])
     result.stdout.fnmatch_lines(["*stop_reason_in: stop reason 'step_budget_exhausted' is not one of ?'answered'?*"])
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/evals.md"])
+def test_the_docs_show_what_eval_demo_really_prints(doc):
+    """The README's first screen and the walkthrough paste `tracedagent eval demo`'s table: each
+    row they show has the case's real pass rate and failed graders, and the title its pass rate."""
+    text = (ROOT / doc).read_text()
+    block = text[text.index("$ tracedagent eval demo\n"):]
+    block = block[:block.index("```")]
+    report = Dataset.load(DATASET).evaluate(demo_agent)
+    assert f"pass rate {report.pass_rate:.0%} ({len(report.cases)} cases x 1)" in block
+    rows = {cells[0]: cells[1:] for line in block.splitlines() if line.startswith("│")
+            for cells in [[c.strip() for c in line.strip("│").split("│")]] if cells[0]}
+    assert {"help-desk", "runaway-research", "stuck-status-check"} <= set(rows)
+    for case in report.cases:
+        if case.name in rows:
+            failed = {g.grader for t in case.trials for g in t.grades if not g.passed}
+            assert rows[case.name][0] == f"{case.pass_rate:.0%}"
+            assert set(rows[case.name][-1].replace(",", " ").split()) - {"-"} == failed
