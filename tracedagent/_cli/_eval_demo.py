@@ -18,6 +18,7 @@ import click
 
 from .._agent._loop import Agent
 from ._demo import build_agent
+from ._eval_cmd import run_cmd
 from ._scenarios import SCENARIOS
 
 __all__ = ["DATASET", "AGENT", "demo_agent", "demo_cmd"]
@@ -51,6 +52,5 @@ def demo_cmd(ctx: click.Context, show_path: bool) -> None:
     if show_path:
         click.echo(f"{DATASET}\n--agent {AGENT}")
         return
-    from ._eval_cmd import run_cmd  # the command this one is a short form of
     with run_cmd.make_context("run", [str(DATASET), "--agent", AGENT, *ctx.args], parent=ctx.parent) as run_ctx:
         run_cmd.invoke(run_ctx)
