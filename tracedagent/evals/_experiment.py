@@ -100,10 +100,12 @@ class _Experiment:
             tracer_provider = getattr(getattr(agent, "_telemetry", None), "tracer_provider", None)
             if meter_provider is None and tracer_provider is self.recorder.tracer_provider:
                 meter_provider = self.recorder.meter_provider
+        # the grade's log event goes where the recorder's spans go, else to the global LoggerProvider
+        logger_provider = self.recorder.logger_provider if tracer_provider is self.recorder.tracer_provider else None
         key = id(tracer_provider)
         with self.lock:
             if key not in self._telemetry:
-                self._telemetry[key] = GradeTelemetry(tracer_provider, meter_provider)
+                self._telemetry[key] = GradeTelemetry(tracer_provider, meter_provider, logger_provider)
             return self._telemetry[key]
 
     def may_start(self) -> bool:

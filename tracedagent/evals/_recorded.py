@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -158,14 +158,15 @@ def recordings(source: str | Path | None = None, **found: Any) -> list[Recording
 def grade_recorded(source: str | Path | None, graders: Sequence[Any], *, runs: Iterable[RunView] | None = None,
                    tracer_provider: trace.TracerProvider | None = None,
                    meter_provider: metrics.MeterProvider | None = None, name: str | None = None,
-                   **found: Any) -> Report:
+                   logger_provider: _logs.LoggerProvider | None = None, **found: Any) -> Report:
     """Grade recorded runs without re-running them: each run of ``recorded_runs(source, **found)``
     (or ``runs``) is one case of one trial, named ``{agent} {trace id}``, graded by every grader as
     ``evaluate`` grades a live run; each grade also goes into the recorded trace (a new
-    ``evaluate {grader}`` span under the recorded run span, each time it is graded)."""
+    ``evaluate {grader}`` span under the recorded run span, each time it is graded; its log event
+    to ``logger_provider``, by default the global one)."""
     checks: list[Grader] = [as_grader(g) for g in graders]
     views = list(runs) if runs is not None else recorded_runs(source, **found)
-    telemetry = GradeTelemetry(tracer_provider, meter_provider)
+    telemetry = GradeTelemetry(tracer_provider, meter_provider, logger_provider)
     cases = []
     for view in views:
         graded = GradedRun(view)
