@@ -13,6 +13,7 @@ span is one grading, stamped with its own time. Telemetry never fails an evaluat
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from opentelemetry import _logs, metrics, trace
@@ -91,7 +92,7 @@ class GradeTelemetry:
         """The grade as semconv's ``gen_ai.evaluation.result`` log record, in the evaluation
         span's context (its trace id and span id), with the span event's attributes."""
         try:
-            self.logger.emit(_logs.LogRecord(event_name=N.EVALUATION_RESULT_EVENT, attributes=event,
+            self.logger.emit(_logs.LogRecord(timestamp=time.time_ns(), event_name=N.EVALUATION_RESULT_EVENT, attributes=event,
                                              context=trace.set_span_in_context(span),
                                              severity_number=_logs.SeverityNumber.INFO))
         except Exception:  # noqa: BLE001 - a log exporter's failure never loses the span's grade
