@@ -92,8 +92,8 @@ class GradeTelemetry:
         """The grade as semconv's ``gen_ai.evaluation.result`` log record, in the evaluation
         span's context (its trace id and span id), with the span event's attributes."""
         try:
-            self.logger.emit(_logs.LogRecord(timestamp=time.time_ns(), event_name=N.EVALUATION_RESULT_EVENT, attributes=event,
-                                             context=trace.set_span_in_context(span),
+            self.logger.emit(_logs.LogRecord(timestamp=time.time_ns(), event_name=N.EVALUATION_RESULT_EVENT,
+                                             attributes=event, context=trace.set_span_in_context(span),
                                              severity_number=_logs.SeverityNumber.INFO))
         except Exception:  # noqa: BLE001 - a log exporter's failure never loses the span's grade
             _log.warning("could not log grade %s", event.get(N.GEN_AI_EVALUATION_NAME), exc_info=True)
