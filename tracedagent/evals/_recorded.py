@@ -138,9 +138,9 @@ def _found(source: str | Path | None = None, *, trace_id: str | None = None, jae
 
 def recordings(source: str | Path | None = None, **found: Any) -> list[Recording]:
     """The runs ``recorded_runs(source, **found)`` finds, as replay's ``Recording`` (the task,
-    the model's turns, the tool calls with their results). A run recorded without content, or
-    resumed from a pause (it has no task of its own), cannot be a case: ``RecordedRunsError``
-    names it."""
+    the model's turns, the tool calls with their results). A run that resumed a pause is one too:
+    its case resumes that pause with the recorded decisions (``Case.resumes``). A run recorded
+    without content cannot be a case: ``RecordedRunsError`` names it."""
     made = []
     for t, view in _found(source, **found):
         try:
@@ -148,9 +148,6 @@ def recordings(source: str | Path | None = None, **found: Any) -> list[Recording
                                      source=str(source or found.get("jaeger")))
         except ReplayError as exc:
             raise RecordedRunsError(str(exc)) from None
-        if recording.resumed is not None:
-            raise RecordedRunsError(f"trace {recording.trace_id}: the run of {recording.agent!r} resumed a pause; "
-                                    f"it has no task of its own to make a case of")
         made.append(recording)
     return made
 
