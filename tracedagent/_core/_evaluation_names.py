@@ -2,7 +2,8 @@
 semconv's ``gen_ai.evaluation.*`` where it has them, tracedagent's own beside them."""
 
 EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
-"""The event each grade is: on its evaluation span (Jaeger shows span events, not log records)."""
+"""The event each grade is: on its evaluation span (Jaeger shows span events, not log records), and
+the log record of that name in the evaluation span's context (semconv defines the event as one)."""
 GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
 """The grader's name."""
 GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
