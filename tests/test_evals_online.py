@@ -221,3 +221,25 @@ def test_evaluate_grades_every_run_whatever_the_sample():
                   **rec.providers)
     report = evaluate(dataset, agent, recorder=rec)
     assert report.pass_rate == 1.0 and len(rec.spans("evaluate answered")) == 1
+
+
+@tool(requires_approval=True)
+def refund(order_id: str) -> str:
+    """Refunds an order."""
+    return f"{order_id}: refunded"
+
+
+@pytest.mark.parametrize("driver", ["resume", "aresume"])
+def test_a_paused_run_and_its_resumed_run_are_each_graded_in_their_own_trace(driver):
+    rec = Recorder()
+    grading = online(rec, [answered()])
+    agent = Agent(FakeModel([tool_call("refund", {"order_id": "A1"}, id="c0"), "refunded"]), [refund], name="desk",
+                  graders=grading, **rec.providers)
+    paused = agent.run("refund A1")
+    assert paused.stop is Stop.APPROVAL_REQUIRED
+    resumed = (agent.resume(paused.checkpoint(), {"c0": True}) if driver == "resume"
+               else asyncio.run(agent.aresume(paused.checkpoint(), {"c0": True})))
+    assert resumed.ok and grading.flush(FLUSH)
+    grades = {format_trace_id(s.context.trace_id): s.attributes["tracedagent.evaluation.passed"]
+              for s in rec.spans("evaluate answered")}
+    assert grades == {paused.trace_id: False, resumed.trace_id: True}

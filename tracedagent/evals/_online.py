@@ -167,7 +167,7 @@ class OnlineGrading:
                 self._drop(span)
                 return
             self._pending += 1
-            if self._worker is None:
+            if self._worker is None or not self._worker.is_alive():  # the first run, or a forked process
                 self._worker = threading.Thread(target=self._work, name="tracedagent-online-grading", daemon=True)
                 self._worker.start()
 
