@@ -243,3 +243,12 @@ def test_a_paused_run_and_its_resumed_run_are_each_graded_in_their_own_trace(dri
     grades = {format_trace_id(s.context.trace_id): s.attributes["tracedagent.evaluation.passed"]
               for s in rec.spans("evaluate answered")}
     assert grades == {paused.trace_id: False, resumed.trace_id: True}
+
+
+def test_a_temporal_workflow_does_not_grade_online():
+    """A workflow does no I/O (its runs are graded from their traces): its telemetry has no listener."""
+    pytest.importorskip("temporalio")
+    from tracedagent.temporal._telemetry import workflow_telemetry
+    agent = Agent(FakeModel(["hi"]), name="durable", graders=OnlineGrading([answered()]))
+    assert agent._telemetry.run_listener is not None
+    assert workflow_telemetry(agent._telemetry).run_listener is None

@@ -139,7 +139,7 @@ class Agent(Generic[OutputT]):
         if graders is not None:
             if not callable(getattr(graders, "run_ended", None)):  # a list of graders, say
                 raise TypeError(f"graders= takes tracedagent.evals.OnlineGrading([...]), not {type(graders).__name__}")
-            self._telemetry.run_ended = graders
+            self._telemetry.run_listener = graders
         if checkpoint_max_age is not None and not checkpoint_max_age > 0:
             raise ValueError(f"checkpoint_max_age must be a positive number of seconds, got {checkpoint_max_age}")
         self._checkpoint_keys = keyring(checkpoint_key)

@@ -266,7 +266,7 @@ class AgentTelemetry:
         self.typed = False
         """Whether the agent has an output type (its run spans say how many answers were retried)."""
         self.cost_labels: dict[str, Any] = {N.GEN_AI_AGENT_NAME: agent_name, **model_attributes}
-        self.run_ended: RunEnded | None = None
+        self.run_listener: RunEnded | None = None
         """Told of each returned run after its span ended (``Agent(graders=...)``); ``None``: nobody."""
         self._tool_parts: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
 
