@@ -247,7 +247,6 @@ def test_a_paused_run_and_its_resumed_run_are_each_graded_in_their_own_trace(dri
 
 def test_a_temporal_workflow_does_not_grade_online():
     """A workflow does no I/O (its runs are graded from their traces): its telemetry has no listener."""
-    pytest.importorskip("temporalio")
     from tracedagent.temporal._telemetry import workflow_telemetry
     agent = Agent(FakeModel(["hi"]), name="durable", graders=OnlineGrading([answered()]))
     assert agent._telemetry.run_listener is not None
