@@ -251,3 +251,24 @@ def test_a_temporal_workflow_does_not_grade_online():
     agent = Agent(FakeModel(["hi"]), name="durable", graders=OnlineGrading([answered()]))
     assert agent._telemetry.run_listener is not None
     assert workflow_telemetry(agent._telemetry).run_listener is None
+
+
+def test_the_interpreters_exit_waits_for_pending_grades():
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import atexit, time
+        from tracedagent import Agent
+        from tracedagent.evals import OnlineGrading
+        from tracedagent.testing import FakeModel, Recorder
+        rec = Recorder()
+        atexit.register(lambda: print("grades", len(rec.spans("evaluate slow"))))  # runs after the grading's
+        def slow(run):
+            time.sleep(0.5)  # still grading when the script's last line has run
+            return True
+        Agent(FakeModel(["hi"]), graders=OnlineGrading([slow], **rec.providers), **rec.providers).run("hello")
+        print("returned", len(rec.spans("evaluate slow")))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["returned", "0", "grades", "1"], done.stderr
