@@ -208,8 +208,8 @@ class OnlineGrading:
         flushed = self.flush(timeout)
         with self._idle:
             worker, self._worker = self._worker, None
-            if worker is not None:
-                self._queue.put(None)  # the worker ends after what is queued; the queue has room once flushed
+        if worker is not None:  # it ends after what is queued (outside the lock: the worker takes it to go on)
+            self._queue.put(None)
         return flushed
 
     def __repr__(self) -> str:
