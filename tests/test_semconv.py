@@ -135,7 +135,8 @@ def test_the_enums_are_the_code_s(resolved):
 
 def test_the_registry_s_metrics_are_the_instruments_the_code_creates(resolved):
     metrics = _groups(resolved, "metric")
-    source = "".join((ROOT / "tracedagent" / path / "_telemetry.py").read_text() for path in ("_instrumentation", "evals"))
+    source = "".join((ROOT / "tracedagent" / path).read_text()
+                     for path in ("_instrumentation/_telemetry.py", "evals/_telemetry.py", "evals/_online.py"))
     created = dict(re.findall(r"N\.(METRIC_\w+), unit=\"([^\"]+)\"", source))
     assert set(created) == {c for c in vars(N) if c.startswith("METRIC_")}
     for constant, unit in created.items():

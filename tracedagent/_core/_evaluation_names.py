@@ -19,6 +19,8 @@ METRIC_EVALUATION_GRADES = "tracedagent.evaluation.grades"
 """Counter of grades by grader and passed (Prometheus: ``tracedagent_evaluation_grades_total``)."""
 METRIC_EVALUATION_SCORE = "tracedagent.evaluation.score"
 """Histogram of grade scores by grader, in [0, 1]."""
+METRIC_EVALUATION_DROPPED = "tracedagent.evaluation.dropped"
+"""Counter of live runs whose online grading was dropped, its queue full (``OnlineGrading``)."""
 EVALUATION_SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 """The score histogram's buckets: tenths, and finer near 1.0 where thresholds sit."""
 MAX_EXPLANATION_LENGTH = 1024
