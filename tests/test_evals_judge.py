@@ -321,3 +321,28 @@ def test_a_judged_trace_graded_again_reads_the_runs_own_calls_not_the_judges(tmp
     graded = GradedRun(view)
     assert len(view.spans("evaluate llm_judge")) == 1 and len(view.chat_spans) == 3  # the trace holds the judge's
     assert graded.spans("evaluate llm_judge") == [] and len(graded.chat_spans) == 2  # the run's own: not its grades'
+
+
+# --- the grade's span around its grader ------------------------------------------------------
+
+def test_the_grades_span_ends_however_the_grading_ends_and_broken_telemetry_fails_no_grade():
+    recorder = Recorder()
+    graded = GradedRun(play(Agent(FakeModel(["ok"]), **recorder.providers), "hi", recorder=recorder).view)
+    telemetry = GradeTelemetry(recorder.tracer_provider)
+
+    def interrupted(g, run):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        telemetry.grade(as_grader(answered(), name="stopped"), graded, interrupted)
+    (span,) = recorder.spans("evaluate stopped")  # ended (the recorder holds only ended spans), marked failed
+    assert span.attributes["error.type"] == "cancelled" and span.status.status_code.name == "ERROR"
+
+    class Broken:
+        def start_span(self, *args, **kwargs):
+            raise RuntimeError("exporter on fire")
+
+    telemetry.tracer = Broken()
+    trial = grade_trial([answered(), llm_judge(FakeModel([verdict(1.0)]), RUBRIC, include=("stop_reason",))],
+                        graded, telemetry)
+    assert [g.passed for g in trial.grades] == [True, True]

@@ -113,6 +113,9 @@ class GradeTelemetry:
         try:
             if token is not None:
                 otel_context.detach(token)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - the span ends all the same
+            _log.warning("could not detach the span of grade %s", g.name, exc_info=True)
+        try:
             if span is not None:
                 self._end(g, span, grade)
             if grade is not None:
