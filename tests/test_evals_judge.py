@@ -346,3 +346,24 @@ def test_the_grades_span_ends_however_the_grading_ends_and_broken_telemetry_fail
     trial = grade_trial([answered(), llm_judge(FakeModel([verdict(1.0)]), RUBRIC, include=("stop_reason",))],
                         graded, telemetry)
     assert [g.passed for g in trial.grades] == [True, True]
+
+
+def test_aevaluate_grades_in_worker_threads_so_judges_calls_wait_side_by_side():
+    """Two judge calls meet at a barrier: were grading done on the event loop, one at a time,
+    the first would wait alone and break it (a failed grade), not time a thing."""
+    import asyncio
+    import threading
+
+    barrier = threading.Barrier(2, timeout=10)
+
+    class Meeting:
+        def complete(self, request):
+            barrier.wait()
+            return Completion(text=verdict(1.0), usage=Usage(input_tokens=10, output_tokens=3))
+
+    recorder = Recorder()
+    cases = [Case(task="where is A1?", name="a"), Case(task="where is B2?", name="b")]
+    report = asyncio.run(Dataset(cases, [llm_judge(Meeting(), RUBRIC)]).aevaluate(
+        agent_for(recorder), concurrency=2, recorder=recorder))
+    assert [g.error for t in report.trials for g in t.grades] == [None, None] and report.pass_rate == 1.0
+    assert report.judge_tokens == 26

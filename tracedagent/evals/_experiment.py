@@ -150,7 +150,10 @@ class _Experiment:
                 return None
             try:
                 agent = self.agent_for(case)
-                return self.grade(case, agent, await aplay(agent, case.task, case.history, recorder=self.recorder))
+                played = await aplay(agent, case.task, case.history, recorder=self.recorder)
+                # graded in a worker thread (the context goes with it): an LLM judge's model call
+                # waits there, never holding the event loop the other runs go on in
+                return await asyncio.to_thread(self.grade, case, agent, played)
             except Exception as exc:
                 return self.failed(exc)
 
