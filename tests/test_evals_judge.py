@@ -155,6 +155,8 @@ def test_the_judges_call_is_a_chat_span_under_its_grade_in_the_graded_runs_trace
     assert grade.cost == pytest.approx(PRICES.cost_of(grade.input_tokens, grade.output_tokens))
     # no content on the judge's call unless opted in, as for a run
     assert not any(k.startswith("gen_ai.input") or k.startswith("gen_ai.output.messages") for k in chat.attributes)
+    # the judge's words may quote the run: its explanation is in the report, on the span only with capture on
+    assert grade.explanation == "it says where" and "gen_ai.evaluation.explanation" not in grade_span.attributes
     # a deterministic grader's span has no usage of its own
     (plain,) = recorder.spans("evaluate answered")
     assert "gen_ai.usage.input_tokens" not in plain.attributes
@@ -167,6 +169,7 @@ def test_the_judges_content_is_captured_only_when_opted_in():
     assert "where is A1?" in chat.attributes["gen_ai.input.messages"]
     assert RUBRIC in chat.attributes["gen_ai.system_instructions"]
     assert "it says where" in chat.attributes["gen_ai.output.messages"]
+    assert grade_span.attributes["gen_ai.evaluation.explanation"] == "it says where"
 
 
 # --- its cost reported apart ----------------------------------------------------------------

@@ -48,6 +48,9 @@ class Grade:
     usage: Usage | None = None
     """The tokens this grade's own model calls used (an LLM judge's); ``None``: it made none.
     Reported apart (``Report.judge_tokens``), never added to the graded run's."""
+    explanation_on_span: bool = True
+    """Whether the explanation may go on the grade's span: an LLM judge's own words may quote the
+    run's content, so its explanation is there only with content capture on (the report has it)."""
     cost: float | None = None
     """What this grade's model calls cost at the prices the judge was given (``None``: no
     prices, or no calls). Reported apart (``Report.judge_cost``), never the graded run's."""

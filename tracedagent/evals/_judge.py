@@ -138,12 +138,13 @@ class _Judge:
         self.settings = ModelSettings(max_output_tokens=max_output_tokens, temperature=temperature)
         self.system = _system_prompt(rubric, self.mode)
         self.output = OutputRequest(name=_Verdict.name, schema=VERDICT_SCHEMA, mode=self.mode)
-        self._models: dict[tuple[int, int], InstrumentedModel] = {}
+        self._models: dict[tuple[int, int], tuple[InstrumentedModel, bool]] = {}
         self._lock = threading.Lock()
 
-    def instrumented(self) -> InstrumentedModel:
+    def instrumented(self) -> tuple[InstrumentedModel, bool]:
         """The model, its calls reported where the grade being made goes (``GRADING``), else to
-        the global providers; one ``AgentTelemetry`` per pair of providers, made once."""
+        the global providers (one ``AgentTelemetry`` per pair of providers, made once); and
+        whether its spans capture content."""
         grading = otel_context.get_value(GRADING)
         providers = (getattr(grading, "tracer_provider", None), getattr(grading, "meter_provider", None))
         key = (id(providers[0]), id(providers[1]))
@@ -152,7 +153,7 @@ class _Judge:
                 telemetry = AgentTelemetry(agent_name=self.name, model=self.model, tracer_provider=providers[0],
                                            meter_provider=providers[1], capture_content=self.capture_content,
                                            redact=self.redact)
-                self._models[key] = InstrumentedModel(self.model, telemetry)
+                self._models[key] = (InstrumentedModel(self.model, telemetry), telemetry.capture is not None)
             return self._models[key]
 
     def request(self, graded: GradedRun) -> ModelRequest:
@@ -163,7 +164,7 @@ class _Judge:
 
     def __call__(self, graded: GradedRun) -> Grade:
         request = self.request(graded)  # the content missing raises: decide's failed grade names it
-        model = self.instrumented()
+        model, captures = self.instrumented()
         priced = self.pricing if self.pricing is not None and self.pricing.priced else None
         token = otel_context.attach(otel_context.set_value(RUN_BUDGET, priced))  # the chat span prices its call so
         try:
@@ -182,7 +183,8 @@ class _Judge:
         if verdict.problem is not None:
             return Grade(score=0.0, label="error", passed=False, error=JudgeAnswerInvalid.__name__,
                          explanation=f"{JudgeAnswerInvalid.__name__}: {verdict.problem}", usage=usage, cost=cost)
-        return Grade(**verdict.value, usage=usage, cost=cost)
+        # the judge's words may quote the run: on the grade's span only with content capture on
+        return Grade(**verdict.value, usage=usage, cost=cost, explanation_on_span=captures)
 
 
 def llm_judge(model: Model, rubric: str, *, name: str = "llm_judge", threshold: float = 0.5,

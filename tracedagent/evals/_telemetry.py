@@ -65,7 +65,7 @@ class GradeTelemetry:
             found[N.GEN_AI_EVALUATION_SCORE_VALUE] = float(grade.score)
         if grade.label is not None:
             found[N.GEN_AI_EVALUATION_SCORE_LABEL] = _cut(grade.label)
-        if grade.explanation:
+        if grade.explanation and grade.explanation_on_span:
             found[N.GEN_AI_EVALUATION_EXPLANATION] = _cut(grade.explanation)
         if grade.error is not None:
             found[N.ERROR_TYPE] = grade.error
