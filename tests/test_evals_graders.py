@@ -12,7 +12,7 @@ from tracedagent.evals import (Case, GradedRun, answered, cost_under, duration_u
                                no_repeated_calls, output_contains, output_equals, output_matches, output_validates,
                                steps_under, stop_reason_in, tokens_under, tool_success_rate, trajectory_contains,
                                trajectory_excludes, trajectory_in_order)
-from tracedagent.evals._grade import judge
+from tracedagent.evals._grade import decide
 from tracedagent.testing import FakeModel, Recorder, json_answer, play, tool_call
 
 
@@ -65,7 +65,7 @@ TWICE = graded([LOOKUP, LOOKUP, "A1 shipped."])
 
 
 def passes(grader, run: GradedRun) -> bool:
-    grade = judge(grader, run)
+    grade = decide(grader, run)
     assert grade.error is None, grade.explanation  # a built-in never raises on a real run
     return bool(grade.passed)
 
@@ -98,7 +98,7 @@ def passes(grader, run: GradedRun) -> bool:
 def test_each_built_in_passes_and_fails(grader, passing, failing):
     assert passes(grader, passing)
     if failing is not None:
-        grade = judge(grader, failing)
+        grade = decide(grader, failing)
         assert grade.passed is False and grade.explanation, grader.name
 
 
@@ -106,19 +106,19 @@ def test_bounds_fail_over_the_bound():
     assert not passes(tokens_under(1), GOOD)
     assert not passes(duration_under(0.0), GOOD)
     assert not passes(cost_under(0.0), PRICED)
-    assert judge(cost_under(5.0), GOOD).label == "unknown"
+    assert decide(cost_under(5.0), GOOD).label == "unknown"
 
 
 def test_tool_success_rate_is_the_share_of_dispatched_calls_that_succeeded():
-    assert judge(tool_success_rate(), FAILED).score == 0.5
-    assert judge(tool_success_rate(), PLAIN).score == 1.0  # no calls
+    assert decide(tool_success_rate(), FAILED).score == 0.5
+    assert decide(tool_success_rate(), PLAIN).score == 1.0  # no calls
 
 
 def test_output_graders_say_when_there_is_nothing_to_compare_with():
-    grade = judge(output_equals(), DENIED)  # no case, no expected output
+    grade = decide(output_equals(), DENIED)  # no case, no expected output
     assert grade.passed is False and grade.error == "LookupError" and "expected_output" in grade.explanation
 
 
 def test_a_built_in_explains_a_failure_without_quoting_the_run_s_content():
-    grade = judge(output_equals(), PLAIN)
+    grade = decide(output_equals(), PLAIN)
     assert "cannot tell" not in grade.explanation and "shipped" not in grade.explanation

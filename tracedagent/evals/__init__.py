@@ -3,6 +3,7 @@
 Owns: ``Case`` and ``Dataset`` (cases and graders, saved as JSON or YAML), the graded run's
 one view (``GradedRun``: live from a ``Run`` and its spans, or recorded from a trace), ``Grade``
 and ``Grader`` (a callable with a name and a threshold), the built-in deterministic graders,
+an LLM judge (``llm_judge``: its calls traced under its grade, its cost reported apart),
 experiments (``Dataset.evaluate`` / ``aevaluate``: each case played ``repeat`` times through
 the testing toolkit's ``play`` / ``aplay``), the ``Report`` (pass rates, pass^k, pass@k,
 distributions, ``compare``, JSON and JUnit XML), and the grades' telemetry (an evaluation span
@@ -17,12 +18,13 @@ the OpenTelemetry API and SDK, and PyYAML lazily (the ``evals`` extra) for YAML 
 from ._case import Case
 from ._dataset import Dataset, DatasetError
 from ._grade import ContentNotRecorded, Grade, GradedRun, Grader, grader
-from ._graders import (answered, cost_under, duration_under, no_denied_calls, no_failed_calls,
+from ._graders import (answered, context_growth_under, cost_under, duration_under, no_denied_calls, no_failed_calls,
                        no_repeated_calls, output_contains, output_equals, output_matches, output_validates,
                        steps_under, stop_reason_in, tokens_under, tool_success_rate, trajectory_contains,
                        trajectory_excludes, trajectory_in_order)
 from ._report import CaseChange, CaseResult, Comparison, GradeResult, Report, TrialResult
 from ._experiment import aevaluate, evaluate
+from ._judge import JudgeAnswerInvalid, llm_judge
 from ._recorded import RecordedRunsError, grade_recorded, recorded_runs
 from ._pytest import CaseFailed, check_case, parametrize
 from ._online import OnlineCounts, OnlineGrading, SpansNotKept, sampled
@@ -36,4 +38,5 @@ __all__ = [
     "RecordedRunsError", "grade_recorded", "recorded_runs",
     "CaseFailed", "check_case", "parametrize",
     "OnlineCounts", "OnlineGrading", "SpansNotKept", "sampled",
+    "context_growth_under", "llm_judge", "JudgeAnswerInvalid",
 ]

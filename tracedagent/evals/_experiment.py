@@ -1,11 +1,13 @@
 """Experiments: every case of a dataset played ``repeat`` times through the testing toolkit's
 ``play`` / ``aplay`` (the run and the spans it emitted, kept by a ``Recorder``), each run graded
-by every grader (``judge``: a raising grader is a failed grade), each grade reported in the run's
-trace, and all of it gathered into a ``Report``.
+by every grader (``decide``: a raising grader is a failed grade), each grader run inside its
+grade's span in the run's trace, and all of it gathered into a ``Report``.
 
 ``agent`` is an ``Agent``, or a factory called with each ``Case`` that makes a fresh one (for
 per-case tools). ``max_cost`` bounds the whole experiment: once the runs' spend reaches it, no
 new run starts and the report says how many were skipped (``Report.skipped``, ``cost_exhausted``).
+An LLM judge's cost counts toward ``max_cost`` (it is the experiment's spend), though never
+toward the graded run's own cost.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from opentelemetry import metrics, trace
 from .._agent._loop import Agent
 from .._testing._played import Played, aplay, play, played
 from .._testing._recorder import Recorder
-from ._grade import GradedRun, judge
+from ._grade import GradedRun, decide
 from ._report import CaseResult, GradeResult, Report, TrialResult
 from ._telemetry import GradeTelemetry
 
@@ -45,10 +47,13 @@ def grade_trial(graders: list[Grader], graded: GradedRun, telemetry: GradeTeleme
     Live or recorded, a run is graded here, so the two give the same grades."""
     grades = []
     for g in graders:
-        grade = judge(g, graded)
-        telemetry.report(g, graded, grade)
+        grade = telemetry.grade(g, graded, decide)
+        usage = grade.usage
         grades.append(GradeResult(grader=g.name, passed=bool(grade.passed), score=grade.score, label=grade.label,
-                                  explanation=grade.explanation, error=grade.error))
+                                  explanation=grade.explanation, error=grade.error,
+                                  input_tokens=usage.input_tokens if usage is not None else None,
+                                  output_tokens=usage.output_tokens if usage is not None else None,
+                                  cost=grade.cost))
     return TrialResult(trace_id=graded.trace_id, stop_reason=graded.stop_reason, grades=grades, steps=graded.steps,
                        tokens=graded.total_tokens, cost=graded.cost, latency=graded.duration)
 
@@ -139,7 +144,10 @@ class _Experiment:
         except AssertionError as exc:  # the agent reports to providers this experiment does not record
             return TrialResult(trace_id=played.run.trace_id, stop_reason=played.run.stop.value, grades=[],
                                error=f"RunNotRecorded: {exc}")
-        return grade_trial(self.dataset.graders, GradedRun(view, run=played.run, case=case), self.telemetry_for(agent))
+        trial = grade_trial(self.dataset.graders, GradedRun(view, run=played.run, case=case), self.telemetry_for(agent))
+        with self.lock:  # a judge's spend is the experiment's (max_cost), never the run's (trial.cost)
+            self.spent += trial.judge_cost or 0.0
+        return trial
 
     @staticmethod
     def failed(exc: Exception) -> TrialResult:
@@ -160,7 +168,10 @@ class _Experiment:
                 return None
             try:
                 agent = self.agent_for(case)
-                return self.grade(case, agent, await _aplay(agent, case, self.recorder))
+                played = await _aplay(agent, case, self.recorder)
+                # graded in a worker thread (the context goes with it): an LLM judge's model call
+                # waits there, never holding the event loop the other runs go on in
+                return await asyncio.to_thread(self.grade, case, agent, played)
             except Exception as exc:
                 return self.failed(exc)
 

@@ -1,7 +1,7 @@
 """A grade, the graded run's one view, and a grader: a callable with a name and a threshold.
 
 A grader reads a ``GradedRun`` and returns a ``bool``, a score in [0, 1], or a ``Grade``;
-``judge`` turns any of these (or the grader's exception) into a ``Grade`` that has passed or
+``decide`` turns any of these (or the grader's exception) into a ``Grade`` that has passed or
 not at the grader's threshold, so that no grader can stop an evaluation.
 """
 
@@ -16,10 +16,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext
 
 from .._core import _names as N
+from .._core._records import Usage
 from .._core._run import Run
+from .._testing._match import find_spans
 from .._testing._views import RunView
 
-__all__ = ["Grade", "GradedRun", "Grader", "ContentNotRecorded", "GraderResult", "grader", "judge", "as_grader",
+__all__ = ["Grade", "GradedRun", "Grader", "ContentNotRecorded", "GraderResult", "grader", "decide", "as_grader",
            "own_attributes"]
 
 
@@ -41,7 +43,17 @@ class Grade:
     passed: bool | None = None
     """Whether the run passes this grader; ``None``: decided by the score at the grader's threshold."""
     error: str | None = None
-    """The exception's type when the grader raised (the grade then failed)."""
+    """The exception's type when the grader raised (the grade then failed); an LLM judge's named
+    failure (``JudgeAnswerInvalid``, the model's error type)."""
+    usage: Usage | None = None
+    """The tokens this grade's own model calls used (an LLM judge's); ``None``: it made none.
+    Reported apart (``Report.judge_tokens``), never added to the graded run's."""
+    explanation_on_span: bool = True
+    """Whether the explanation may go on the grade's span: an LLM judge's own words may quote the
+    run's content, so its explanation is there only with content capture on (the report has it)."""
+    cost: float | None = None
+    """What this grade's model calls cost at the prices the judge was given (``None``: no
+    prices, or no calls). Reported apart (``Report.judge_cost``), never the graded run's."""
 
 
 GraderResult = Union[bool, float, int, Grade]
@@ -82,6 +94,7 @@ class GradedRun:
         """What the agent returned, for a live run; ``None`` for a recorded one."""
         self.case = case
         """The ``Case`` the run played, if any."""
+        self._own: list[ReadableSpan] | None = None
 
     # --- the facts the spans carry --------------------------------------------------------
     ok = property(lambda self: self.view.ok, doc="Whether the run answered.")
@@ -125,8 +138,29 @@ class GradedRun:
         return self.view.span.context
 
     def spans(self, name: str | None = None, **attributes: Any) -> list[ReadableSpan]:
-        """The run's spans matching a name and attributes (``RunView.spans``)."""
-        return self.view.spans(name, **attributes)
+        """The run's own spans (the run span first) matching a name and attributes, as
+        ``RunView.spans`` matches them; not its grades' (an ``evaluate`` span and the judge's
+        calls under it, in the trace of a run graded before)."""
+        return find_spans(self._own_spans(), name, **attributes)
+
+    @property
+    def chat_spans(self) -> list[ReadableSpan]:
+        """The run's own model calls (``chat`` spans, sub-agents' included), in order: a
+        judge's calls under an earlier grade are not the run's."""
+        return self.spans(operation_name=N.OP_CHAT)
+
+    def _own_spans(self) -> list[ReadableSpan]:
+        if self._own is None:
+            own = [self.view.span]
+
+            def walk(span: ReadableSpan) -> None:
+                for child in self.view.children(span):
+                    if N.GEN_AI_EVALUATION_NAME not in (child.attributes or {}):  # a grade, not the run
+                        own.append(child)
+                        walk(child)
+            walk(self.view.span)
+            self._own = own
+        return self._own
 
     # --- content: the case's, the live run's, or captured ----------------------------------
     @property
@@ -138,7 +172,7 @@ class GradedRun:
         return getattr(self.case, "metadata", None) or {}
 
     def _captured(self, what: str, key: str, role: str) -> str:
-        spans = [self.view.span, *reversed(self.view.chat_spans)]
+        spans = [self.view.span, *reversed(self.chat_spans)]
         for span in spans:
             found = _message_text((span.attributes or {}).get(key), role, last=role == "assistant")
             if found is not None:
@@ -214,7 +248,7 @@ def grader(name: str | None = None, *, threshold: float = 1.0) -> Callable[[Call
     return wrap
 
 
-def judge(g: Grader, graded: GradedRun) -> Grade:
+def decide(g: Grader, graded: GradedRun) -> Grade:
     """``g``'s grade of ``graded``, always a ``Grade`` with ``passed`` and a score or label
     decided: a raising grader is a failed grade carrying its error."""
     try:

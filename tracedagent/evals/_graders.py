@@ -8,13 +8,16 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Iterable
 
+from opentelemetry.sdk.trace import ReadableSpan
+
+from .._core import _names as N
 from .._core._budget import Stop
 from ._grade import Grade, GradedRun, Grader, GraderResult
 
 __all__ = ["stop_reason_in", "answered", "output_equals", "output_contains", "output_matches", "output_validates",
            "trajectory_contains", "trajectory_excludes", "trajectory_in_order", "no_denied_calls", "no_failed_calls",
            "no_repeated_calls", "tool_success_rate", "steps_under", "tokens_under", "cost_under", "duration_under",
-           "BUILT_IN"]
+           "context_growth_under", "BUILT_IN"]
 
 _UNSET: Any = object()
 BUILT_IN = "tracedagent.evals"
@@ -208,3 +211,49 @@ def cost_under(bound: float) -> Grader:
 def duration_under(bound: float) -> Grader:
     """The run took at most ``bound`` seconds."""
     return _under("duration_under", lambda run: run.duration, bound, "seconds")
+
+
+def _context_sizes(run: GradedRun) -> list[int]:
+    """The input tokens of each of the run's own model calls, in order (a call that failed, with
+    none reported, left out), read off its ``chat`` spans: a sub-agent's calls are its own
+    context, and a judge's calls under an earlier grade are not the run's."""
+    sizes: list[int] = []
+
+    def walk(span: ReadableSpan) -> None:
+        for child in run.view.children(span):
+            attributes = child.attributes or {}
+            if N.GEN_AI_EVALUATION_NAME in attributes or attributes.get(N.GEN_AI_OPERATION_NAME) == N.OP_INVOKE_AGENT:
+                continue
+            if attributes.get(N.GEN_AI_OPERATION_NAME) == N.OP_CHAT and N.GEN_AI_USAGE_INPUT_TOKENS in attributes:
+                sizes.append(int(attributes[N.GEN_AI_USAGE_INPUT_TOKENS]))
+            walk(child)
+    walk(run.view.span)
+    return sizes
+
+
+def context_growth_under(ratio: float | None = None, *, tokens: int | None = None, per_step: bool = False) -> Grader:
+    """The context (each model call's input tokens, ``gen_ai.usage.input_tokens`` on its
+    ``chat`` span) grew at most ``ratio`` times, or by at most ``tokens``, from the run's first
+    model call to its last (``per_step``: from each call to the next). A run of one call has not
+    grown; a first call that reported no input tokens leaves a ratio unknown (a failed grade)."""
+    if (ratio is None) == (tokens is None):
+        raise ValueError("context_growth_under takes a ratio or tokens, one of the two")
+    if (ratio is not None and ratio < 1.0) or (tokens is not None and tokens < 0):
+        raise ValueError(f"a growth bound is a ratio of at least 1 or a number of tokens, not {ratio or tokens}")
+
+    def check(run: GradedRun) -> Grade:
+        sizes = _context_sizes(run)
+        pairs = list(zip(sizes, sizes[1:])) if per_step else [(sizes[0], sizes[-1])] if len(sizes) > 1 else []
+        where = "from one call to the next" if per_step else "from the first model call to the last"
+        for before, after in pairs:
+            if tokens is not None and after - before > tokens:
+                return _verdict(False, f"the context grew by {after - before} input tokens ({before} to {after}) "
+                                       f"{where}, over the bound {tokens}")
+            if ratio is not None and before == 0:
+                return Grade(score=0.0, passed=False, label="unknown",
+                             explanation="a model call reported no input tokens: the context's growth is not known")
+            if ratio is not None and after / before > ratio:
+                return _verdict(False, f"the context grew {after / before:.2f} times ({before} to {after} input "
+                                       f"tokens) {where}, over the bound {ratio:g}")
+        return _verdict(True, "")
+    return _made("context_growth_under", check, ratio=ratio, tokens=tokens, per_step=per_step)

@@ -54,7 +54,19 @@ class GradeResult:
     explanation: str | None = None
     """Why (for a failed grade, what failed; a raising grader's error)."""
     error: str | None = None
-    """The grader's exception type, when it raised."""
+    """The grader's exception type, when it raised (an LLM judge's named failure)."""
+    input_tokens: int | None = None
+    """The grade's own model calls' input tokens (an LLM judge's); ``None``: it made none."""
+    output_tokens: int | None = None
+    """The grade's own model calls' output tokens."""
+    cost: float | None = None
+    """The grade's own model calls' cost at the judge's prices; ``None``: unpriced or no calls."""
+
+
+def _sum(values: Sequence[float | int | None]) -> Any:
+    """The sum of the known values; ``None`` when none is known (unknown is not zero)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +94,17 @@ class TrialResult:
     def passed(self) -> bool:
         """Every grader passed (and the run happened)."""
         return self.error is None and all(g.passed for g in self.grades)
+
+    @property
+    def judge_tokens(self) -> int | None:
+        """The graders' own model tokens on this trial (an LLM judge's), apart from ``tokens``."""
+        return _sum([(g.input_tokens or 0) + (g.output_tokens or 0) if g.input_tokens is not None
+                     or g.output_tokens is not None else None for g in self.grades])
+
+    @property
+    def judge_cost(self) -> float | None:
+        """The graders' own model cost on this trial, apart from ``cost`` (``None``: none priced)."""
+        return _sum([g.cost for g in self.grades])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,6 +209,18 @@ class Report:
         """The mean pass^k over the cases (default k: ``repeat``)."""
         return statistics.fmean(c.pass_hat(k or self.repeat) for c in self.cases if c.trials) if self.cases else 0.0
 
+    @property
+    def judge_tokens(self) -> int | None:
+        """Tokens the graders' own model calls used (LLM judges), over every trial; never in
+        ``distributions()['tokens']``, which are the graded runs'. ``None``: no judge called a model."""
+        return _sum([t.judge_tokens for t in self.trials])
+
+    @property
+    def judge_cost(self) -> float | None:
+        """What the graders' own model calls cost (at the judges' prices), over every trial;
+        never in the runs' cost. ``None``: no judge call was priced."""
+        return _sum([t.judge_cost for t in self.trials])
+
     def grader_scores(self) -> dict[str, dict[str, float | None]]:
         """Per grader: its pass rate and mean score over every trial."""
         out: dict[str, dict[str, float | None]] = {}
@@ -228,6 +263,7 @@ class Report:
                 "pass_rate": self.pass_rate, "pass_at_k": self.pass_at(), "pass_hat_k": self.pass_hat(),
                 "skipped": self.skipped, "cost_exhausted": self.cost_exhausted, "metadata": self.metadata,
                 "grader_scores": self.grader_scores(), "distributions": self.distributions(),
+                "judge_tokens": self.judge_tokens, "judge_cost": self.judge_cost,
                 "cases": [{"name": c.name, "task": c.task, "pass_rate": c.pass_rate,
                            "trials": [asdict(t) for t in c.trials]} for c in self.cases]}
 
