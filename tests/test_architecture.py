@@ -64,8 +64,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     "temporal": API | {"temporalio"},
     # The MCP SDK's messages are pydantic models; a tool's input is checked by jsonschema (which it brings).
     "mcp": API | {"mcp", "mcp-types", "pydantic", "jsonschema"},
-    # output_validates checks a type with pydantic; YAML datasets need PyYAML (extra evals).
-    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml"},
+    # output_validates checks a type with pydantic; YAML datasets need PyYAML, the comparison
+    # picture matplotlib (both extra evals, imported lazily).
+    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml", "matplotlib"},
 }
 """``docs/architecture.md``'s table: an optional integration's SDK is its wing's alone."""
 
@@ -93,6 +94,7 @@ DISTRIBUTIONS = {
     "typing_extensions": "typing-extensions",
     "jsonschema": "jsonschema",
     "yaml": "pyyaml",
+    "matplotlib": "matplotlib",
     "pytest": "pytest",
 }
 

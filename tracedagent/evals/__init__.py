@@ -5,12 +5,14 @@ one view (``GradedRun``: live from a ``Run`` and its spans, or recorded from a t
 and ``Grader`` (a callable with a name and a threshold), the built-in deterministic graders,
 experiments (``Dataset.evaluate`` / ``aevaluate``: each case played ``repeat`` times through
 the testing toolkit's ``play`` / ``aplay``), the ``Report`` (pass rates, pass^k, pass@k,
-distributions, ``compare``, JSON and JUnit XML), and the grades' telemetry (an evaluation span
+distributions, ``compare`` with what k trials allow one to claim, JSON and JUnit XML;
+``plot_comparison``: a PNG of two reports), and the grades' telemetry (an evaluation span
 under the graded run's span with the ``gen_ai.evaluation.result`` event, and the metrics).
 
 May import: ``_core``, ``_typed``, ``_instrumentation``, ``_agent``, ``_traces`` and
 ``_testing`` (it sits above the testing toolkit, whose ``play`` is the seam it grades through),
-the OpenTelemetry API and SDK, and PyYAML lazily (the ``evals`` extra) for YAML datasets.
+the OpenTelemetry API and SDK, and lazily (the ``evals`` extra) PyYAML for YAML datasets and
+matplotlib for the comparison picture.
 """
 
 from ._case import Case
@@ -23,6 +25,7 @@ from ._graders import (answered, cost_under, duration_under, no_denied_calls, no
 from ._report import CaseChange, CaseResult, Comparison, GradeResult, Report, TrialResult
 from ._experiment import aevaluate, evaluate
 from ._recorded import RecordedRunsError, grade_recorded, recorded_runs
+from ._plot import PlotUnavailable, plot_comparison
 
 __all__ = [
     "Case", "Dataset", "DatasetError", "ContentNotRecorded", "Grade", "GradedRun", "Grader", "grader",
@@ -31,4 +34,5 @@ __all__ = [
     "tokens_under", "tool_success_rate", "trajectory_contains", "trajectory_excludes", "trajectory_in_order",
     "CaseChange", "CaseResult", "Comparison", "GradeResult", "Report", "TrialResult", "aevaluate", "evaluate",
     "RecordedRunsError", "grade_recorded", "recorded_runs",
+    "PlotUnavailable", "plot_comparison",
 ]
