@@ -15,7 +15,7 @@ from typing import Any
 from ._report import CaseChange, Comparison, Report
 from ._stats import ALPHA, wilson_interval
 
-__all__ = ["PlotUnavailable", "plot_comparison", "MAX_CASES_DRAWN"]
+__all__ = ["PlotUnavailable", "plot_comparison", "require_matplotlib", "MAX_CASES_DRAWN"]
 
 MAX_CASES_DRAWN = 40
 """Cases drawn at most (the changed ones first); the title says how many more were left out."""
@@ -29,12 +29,18 @@ class PlotUnavailable(ImportError):
     """matplotlib is not installed: ``pip install 'tracedagent[evals]'``."""
 
 
-def _figure(width: float, height: float) -> Any:
+def require_matplotlib() -> None:
+    """``PlotUnavailable`` now, rather than after an experiment's runs, when matplotlib is missing."""
     try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        import matplotlib  # noqa: F401
     except ImportError:
         raise PlotUnavailable("the comparison picture needs matplotlib: pip install 'tracedagent[evals]'") from None
+
+
+def _figure(width: float, height: float) -> Any:
+    require_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
     figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
@@ -90,9 +96,9 @@ def _pass_rates(axes: Any, baseline: Report, current: Report, comparison: Compar
             tick.set_color(_REGRESSED if name in regressed else _IMPROVED)
             tick.set_fontweight("bold")
     axes.invert_yaxis()
-    axes.set_xlim(0, 1.0)
+    axes.set_xlim(0, 1.02)
     axes.set_xlabel(f"pass rate per case, with its {1 - alpha:.0%} Wilson interval")
-    axes.legend(loc="lower right", fontsize=8)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
 
 
 def _case_label(name: str, change: CaseChange | None) -> str:
