@@ -263,7 +263,8 @@ DEFAULT_GRADERS = ("answered", "no_denied_calls", "no_failed_calls", "no_repeate
               help="A grader, or a function making one (repeatable); default: " + ", ".join(DEFAULT_GRADERS) + ".")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report as JSON.")
-@click.option("--gate", type=click.FloatRange(0, 1), default=None, help="Exit 1 when the pass rate is under this.")
+@click.option("--min-pass-rate", "--gate", "gate", type=click.FloatRange(0, 1), default=None,
+              help="Exit 1 when the pass rate is under this.")
 def grade_cmd(file: str | None, jaeger_url: str, service: str | None, graders: tuple[str, ...], json_out: str | None,
               gate: float | None, **found: object) -> None:
     """Grade the runs recorded in FILE (OTLP/JSON: `tracedagent demo --out`, a collector's file
