@@ -99,3 +99,10 @@ def test_compare_takes_its_alpha():
     strict = after.compare(before, alpha=0.01)
     assert strict.alpha == 0.01 and not strict.regressed[0].significant
     assert strict.regressed[0].trials_to_tell > change.trials_to_tell
+
+
+def test_the_picture_draws_names_a_file_or_a_trace_chose_as_plain_text(tmp_path):
+    from tracedagent.evals import plot_comparison
+    hostile = {"$\\undefined{$": (0, 3), "\x1b[31mred\x1b[0m" + "x" * 500: (3, 3)}
+    path = plot_comparison(report(**{k: (3, 3) for k in hostile}), report(**hostile), tmp_path / "cmp.png")
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n") and path.stat().st_size > 10_000

@@ -5,6 +5,9 @@ the significant moves marked; below, the distributions of steps, tokens, cost an
 matplotlib is the ``evals`` extra's: imported here, when a picture is asked for, never with the
 package. It draws with its Agg canvas on a ``Figure`` of its own (no pyplot), so a notebook's or
 an application's backend and open figures are left as they were.
+
+Case and dataset names come from files and traces: drawn as plain text (``parse_math=False``: a
+``$`` is not TeX to matplotlib) with control characters escaped, long ones cut.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .._traces._printable import printable
 from ._report import CaseChange, Comparison, Report
 from ._stats import ALPHA, wilson_interval
 
@@ -59,10 +63,10 @@ def plot_comparison(baseline: Report, current: Report, path: str | Path, *, alph
         _distribution(figure.add_subplot(grid[1, column]), baseline, current, what, label)
     left_out = len({c.name for c in baseline.cases} | {c.name for c in current.cases}) - len(names)
     low, high = comparison.difference_interval
-    figure.suptitle(f"{current.dataset or 'dataset'}: pass rate {comparison.pass_rate[0]:.0%} -> "
+    figure.suptitle(f"{printable(current.dataset or 'dataset', limit=60)}: pass rate {comparison.pass_rate[0]:.0%} -> "
                     f"{comparison.pass_rate[1]:.0%} ({comparison.difference:+.0%}, interval {low:+.0%} to {high:+.0%}); "
                     f"{len(comparison.significant_regressions)} significant regression(s) at alpha {alpha:g}"
-                    + (f"; {left_out} unchanged case(s) not drawn" if left_out > 0 else ""), fontsize=10)
+                    + (f"; {left_out} unchanged case(s) not drawn" if left_out > 0 else ""), fontsize=10, parse_math=False)
     out = Path(path)
     figure.savefig(out, format="png")
     return out
@@ -89,7 +93,7 @@ def _pass_rates(axes: Any, baseline: Report, current: Report, comparison: Compar
                   [max(0.0, high - rate) for rate, (_, high) in zip(rates, intervals)]]
         axes.barh([i + offset for i, _ in rows], rates, height=0.38, color=colour, xerr=errors, capsize=2,
                   error_kw={"elinewidth": 0.8, "ecolor": "#333333"}, label=f"{label} (k={report.repeat})")
-    axes.set_yticks(range(len(names)), [_case_label(n, changes.get(n)) for n in names], fontsize=8)
+    axes.set_yticks(range(len(names)), [_case_label(n, changes.get(n)) for n in names], fontsize=8, parse_math=False)
     for tick, name in zip(axes.get_yticklabels(), names):
         change = changes.get(name)
         if change is not None and change.significant:
@@ -102,7 +106,7 @@ def _pass_rates(axes: Any, baseline: Report, current: Report, comparison: Compar
 
 
 def _case_label(name: str, change: CaseChange | None) -> str:
-    shown = name if len(name) <= 40 else name[:39] + "..."
+    shown = printable(name, limit=40)
     if change is None:
         return shown
     if change.significant:
