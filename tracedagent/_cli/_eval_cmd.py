@@ -148,6 +148,9 @@ def _exported(console: Console, telemetry: Telemetry | None, spans: int) -> bool
         return True
     telemetry.force_flush(5.0)
     telemetry.shutdown()
+    if telemetry.endpoint is None:  # OTEL_TRACES_EXPORTER=none: metrics only, by choice
+        console.print("spans not exported: the traces exporter is off (OTEL_TRACES_EXPORTER=none)")
+        return True
     console.print(text(f"{telemetry.spans_exported} of {spans} spans exported to {telemetry.endpoint}", limit=None))
     return telemetry.spans_exported >= spans
 
