@@ -155,6 +155,17 @@ def _exported(console: Console, telemetry: Telemetry | None, spans: int) -> bool
     return telemetry.spans_exported >= spans
 
 
+def _write(console: Console, report: Report, baseline: Report | None, json_out: str | None, junit: str | None) -> None:
+    """The table, and the files asked for."""
+    console.print(report_table(report, baseline))
+    if report.cost_exhausted:
+        console.print(f"[yellow]--max-cost reached: {report.skipped} trial(s) not run[/]")
+    if json_out:
+        Path(json_out).write_text(report.to_json() + "\n")
+    if junit:
+        Path(junit).write_text(report.to_junit() + "\n")
+
+
 @eval_group.command("run", short_help="Play a dataset against an agent, grade every run, report.", epilog=EXIT_CODES)
 @click.argument("dataset", type=click.Path(exists=True, dir_okay=False))
 @click.option("--agent", "agent_ref", required=True, metavar="MODULE:ATTR",
@@ -190,17 +201,16 @@ def run_cmd(dataset: str, agent_ref: str, repeat: int, concurrency: int, max_cos
     console = Console(highlight=False, width=output_width())
     telemetry = _telemetry(otlp_endpoint, protocol, service, no_export)
     started = time.perf_counter()
-    with Recorder() as recorder, counting(len(loaded.cases) * repeat, "trials", Console(stderr=True)) as tick:
-        report = loaded.evaluate(agent, repeat=repeat, concurrency=concurrency, max_cost=max_cost,  # type: ignore[arg-type]
-                                 recorder=recorder, on_trial=lambda trial: tick())
+    try:
+        with Recorder() as recorder, counting(len(loaded.cases) * repeat, "trials", Console(stderr=True)) as tick:
+            report = loaded.evaluate(agent, repeat=repeat, concurrency=concurrency, max_cost=max_cost,  # type: ignore[arg-type]
+                                     recorder=recorder, on_trial=lambda trial: tick())
+    except BaseException:  # Ctrl-C: what was exported so far still goes out
+        if telemetry is not None:
+            telemetry.shutdown()
+        raise
     seconds = time.perf_counter() - started
-    console.print(report_table(report, before))
-    if report.cost_exhausted:
-        console.print(f"[yellow]--max-cost reached: {report.skipped} trial(s) not run[/]")
-    if json_out:
-        Path(json_out).write_text(report.to_json() + "\n")
-    if junit:
-        Path(junit).write_text(report.to_junit() + "\n")
+    _write(console, report, before, json_out, junit)
     comparison = _compared(console, report, before, alpha, png) if before is not None else None
     console.print(f"{len(report.trials)} trial(s) in {seconds:.1f} s")
     all_sent = _exported(console, telemetry, len(recorder.spans()))
