@@ -52,6 +52,7 @@ def project(tmp_path, monkeypatch, request):
     monkeypatch.chdir(tmp_path)
     for name in [n for n in os.environ if n.startswith("OTEL_")]:  # in-process: never configure() the test's globals
         monkeypatch.delenv(name)
+    monkeypatch.setenv("COLUMNS", "200")  # the tables' cells unwrapped, whatever runs the tests
     return tmp_path, module
 
 

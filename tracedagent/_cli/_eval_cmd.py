@@ -32,7 +32,7 @@ from ..evals._dataset import import_ref, resolve_grader
 from ..evals._plot import PlotUnavailable, plot_comparison, require_matplotlib
 from ..evals._stats import ALPHA
 from . import _options
-from ._eval_render import comparison_view, percent, report_table
+from ._eval_render import comparison_line, moved_table, percent, report_table
 from ._progress import counting
 from ._render import output_width, text
 
@@ -102,7 +102,9 @@ def _can_draw(png: str | None) -> None:
 def _compared(console: Console, report: Report, baseline: Report, alpha: float, png: str | None) -> Comparison:
     """Print the comparison (each moved case's claim), and draw it when asked."""
     comparison = report.compare(baseline, alpha=alpha)
-    console.print(comparison_view(comparison))
+    if (moved := moved_table(comparison)) is not None:
+        console.print(moved)
+    console.print(comparison_line(comparison), soft_wrap=True)  # one line, never cut: a CI log is grepped
     if png:
         try:
             plot_comparison(baseline, report, png, alpha=alpha, comparison=comparison)

@@ -8,14 +8,13 @@ through ``text()`` like anything else a model or a file chose.
 
 from __future__ import annotations
 
-from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from ..evals import CaseChange, Comparison, Report
 from ._render import text
 
-__all__ = ["report_table", "comparison_view", "claim", "percent"]
+__all__ = ["report_table", "moved_table", "comparison_line", "claim", "percent"]
 
 
 def percent(value: float) -> str:
@@ -63,9 +62,10 @@ def claim(change: CaseChange, regressed: bool) -> str:
     return f"inconclusive at {_trials(change)}: {counts}, p={change.p_value:.2g}; {needed}"
 
 
-def comparison_view(comparison: Comparison) -> Group:
-    """The changed cases (each with its claim), then one line for the whole: the pass rates, the
-    difference with its interval, the counts."""
+def moved_table(comparison: Comparison) -> Table | None:
+    """The changed cases, each with its claim; ``None`` when none moved."""
+    if not (comparison.regressed or comparison.improved):
+        return None
     table = Table(title="vs baseline: the cases that moved", title_justify="left")
     for column in ("case", "baseline", "now", "claim"):
         table.add_column(column)
@@ -74,11 +74,15 @@ def comparison_view(comparison: Comparison) -> Group:
             style = ("red" if regressed else "green") if change.significant else "yellow"
             table.add_row(text(change.name), percent(change.before), percent(change.after),
                           Text(claim(change, regressed), style))
+    return table
+
+
+def comparison_line(comparison: Comparison) -> Text:
+    """One line for the whole: the pass rates, the difference with its interval, the counts."""
     low, high = comparison.difference_interval
     significant = len(comparison.significant_regressions)
-    summary = text(f"vs baseline: pass rate {percent(comparison.pass_rate[0])} -> {percent(comparison.pass_rate[1])} "
-                   f"({comparison.difference:+.0%}, {1 - comparison.alpha:.0%} interval {low:+.0%} to {high:+.0%}); "
-                   f"{len(comparison.regressed)} regressed ({significant} significant at alpha {comparison.alpha:g}), "
-                   f"{len(comparison.improved)} improved, {len(comparison.added)} new, {len(comparison.removed)} gone",
-                   limit=None)
-    return Group(*([table] if comparison.regressed or comparison.improved else []), summary)
+    return text(f"vs baseline: pass rate {percent(comparison.pass_rate[0])} -> {percent(comparison.pass_rate[1])} "
+                f"({comparison.difference:+.0%}, {1 - comparison.alpha:.0%} interval {low:+.0%} to {high:+.0%}); "
+                f"{len(comparison.regressed)} regressed ({significant} significant at alpha {comparison.alpha:g}), "
+                f"{len(comparison.improved)} improved, {len(comparison.added)} new, {len(comparison.removed)} gone",
+                limit=None)
