@@ -4,7 +4,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 PROMTOOL ?= promtool
 
-.PHONY: install install-test pip-for-groups local-model demo test test-unit test-local test-pythons release-check bench bench-local bench-peers alerts-test browser \
+.PHONY: install install-test pip-for-groups local-model demo eval test test-unit test-local test-pythons release-check bench bench-local bench-peers alerts-test browser \
         stack-build stack-up stack-down stack-status stack-smoke compose-check \
         stack-scale-up stack-scale-down test-scale bench-scale
 
@@ -22,6 +22,9 @@ local-model:   ## the real model of tests/local and `tracedagent demo --local-mo
 
 demo: install  ## the demo agents, one per stop reason, with their span trees; no server needed
 	$(PYTHON) -m tracedagent demo
+
+eval: install  ## the demo agents graded: the dataset shipped in the package (`tracedagent eval demo`); no server needed
+	$(PYTHON) -m tracedagent eval demo
 
 test: install-test local-model release-check stack-up browser alerts-test compose-check  ## everything: unit, CLI, adapters, the real model, examples, the real stack, the scale tier
 	TRACEDAGENT_REQUIRE_STACK=1 TRACEDAGENT_REQUIRE_LOCAL_MODEL=1 $(PYTHON) -m pytest tests examples/support-agent --ignore=tests/scale

@@ -65,8 +65,9 @@ THIRD_PARTY: dict[str, set[str]] = {
     # The MCP SDK's messages are pydantic models; a tool's input is checked by jsonschema (which it brings).
     "mcp": API | {"mcp", "mcp-types", "pydantic", "jsonschema"},
     # output_validates checks a type with pydantic; YAML datasets need PyYAML, the comparison
-    # picture matplotlib (both extra evals, imported lazily).
-    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml", "matplotlib"},
+    # picture matplotlib (both extra evals, imported lazily); parametrize makes pytest's mark
+    # (imported when called).
+    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml", "matplotlib", "pytest"},
 }
 """``docs/architecture.md``'s table: an optional integration's SDK is its wing's alone."""
 

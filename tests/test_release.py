@@ -6,12 +6,14 @@ the development tools as dependency groups, never as extras a user could install
 from __future__ import annotations
 
 import email.parser
+import json
 import importlib.util
 import os
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -30,6 +32,29 @@ def built(tmp_path_factory) -> tuple[list[str], Path]:
     problems = release_check.check(outdir=outdir)
     [wheel] = outdir.glob("tracedagent-*.whl")
     return problems, wheel
+
+
+@pytest.fixture(scope="module")
+def installed(built, tmp_path_factory) -> Path:
+    """The wheel installed as pip lays it out (no Makefile beside the package), in a folder of its own."""
+    _, wheel = built
+    target = tmp_path_factory.mktemp("site-packages")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
+                           "--disable-pip-version-check", "--target", str(target), str(wheel)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def wheel_cli(target: Path, cwd: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``tracedagent ARGS`` run in ``cwd`` from the installed wheel (not the clone), no OTEL_ settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACEDAGENT_"))}
+    env.update(PYTHONPATH=str(target), COLUMNS="250")
+
+    def tracedagent(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tracedagent", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True, timeout=120)
+    return tracedagent
 
 
 def test_the_release_check_passes_on_this_clone(built):
@@ -81,22 +106,11 @@ def test_the_changelog_must_have_a_section_for_the_version_or_an_unreleased_one(
     assert release_check.version_problems("0.1.0") == [] and release_check.version_problems("0.1-final")
 
 
-def test_the_wheel_s_own_files_give_pip_hints_and_write_the_stack_readme(built, tmp_path):
+def test_the_wheel_s_own_files_give_pip_hints_and_write_the_stack_readme(installed, tmp_path):
     """The wheel installed as pip lays it out (no Makefile beside the package): the doctor says
     `tracedagent stack DIR && ... docker compose up -d`, never `make stack-up`, and `tracedagent
     stack` writes the folder's README naming every service."""
-    _, wheel = built
-    target = tmp_path / "site-packages"
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-compile",
-                           "--disable-pip-version-check", "--target", str(target), str(wheel)],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TRACEDAGENT_"))}
-    env.update(PYTHONPATH=str(target), COLUMNS="250")
-
-    def tracedagent(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "tracedagent", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=60)
+    tracedagent = wheel_cli(installed, tmp_path)
 
     where = tracedagent("doctor", "--help")  # the package imported is the wheel's, not the clone's
     assert where.returncode == 0
@@ -113,3 +127,18 @@ def test_the_wheel_s_own_files_give_pip_hints_and_write_the_stack_readme(built, 
     assert "`temporal`" in readme and "`otel-collector`" in readme
     compose = (tmp_path / "s" / "docker-compose.yml").read_text()
     assert "tracedagent stack DIR" in compose
+
+
+def test_the_wheel_evaluates_the_demo_dataset(installed, tmp_path):
+    """A pip user has the demo's dataset and its agent: `tracedagent eval demo` plays the file
+    the wheel holds (package data), and `eval run` of the printed path and agent does the same."""
+    tracedagent = wheel_cli(installed, tmp_path)
+
+    dataset, agent = tracedagent("eval", "demo", "--path").stdout.split("\n")[:2]
+    assert Path(dataset).is_relative_to(installed) and Path(dataset).is_file()  # the wheel's file, not the clone's
+    short = tracedagent("eval", "demo", "--json", "short.json")
+    long = tracedagent("eval", "run", dataset, *agent.split(), "--json", "long.json")
+    assert short.returncode == long.returncode == 0, short.stderr + long.stderr
+    for report in ("short.json", "long.json"):
+        cases = {c["name"]: c["pass_rate"] for c in json.loads((tmp_path / report).read_text())["cases"]}
+        assert cases["help-desk"] == 1.0 and cases["runaway-research"] == 0.0

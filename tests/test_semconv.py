@@ -135,7 +135,8 @@ def test_the_enums_are_the_code_s(resolved):
 
 def test_the_registry_s_metrics_are_the_instruments_the_code_creates(resolved):
     metrics = _groups(resolved, "metric")
-    source = "".join((ROOT / "tracedagent" / path / "_telemetry.py").read_text() for path in ("_instrumentation", "evals"))
+    source = "".join((ROOT / "tracedagent" / path).read_text()
+                     for path in ("_instrumentation/_telemetry.py", "evals/_telemetry.py", "evals/_online.py"))
     created = dict(re.findall(r"N\.(METRIC_\w+), unit=\"([^\"]+)\"", source))
     assert set(created) == {c for c in vars(N) if c.startswith("METRIC_")}
     for constant, unit in created.items():
@@ -230,9 +231,11 @@ def _advice(report: Any) -> Iterator[dict[str, Any]]:
             yield from _advice(value)
 
 
-def run_live_check(registry: Path, out: Path, demo_args: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """``tracedagent demo DEMO_ARGS`` sent to ``weaver registry live-check``'s own OTLP receiver
-    (spans and metrics, through ``configure()``); its report, exit status and the demo's output."""
+def run_live_check(registry: Path, out: Path, demo_args: list[str], env: dict[str, str],
+                   program: list[str] | None = None) -> dict[str, Any]:
+    """``tracedagent demo DEMO_ARGS`` (or ``PROGRAM ENDPOINT``) sent to ``weaver registry
+    live-check``'s own OTLP receiver (spans and metrics, through ``configure()``); its report,
+    exit status and the program's output."""
     grpc, admin = _free_port(), _free_port()
     checker = subprocess.Popen(
         [str(weaver()), "registry", "live-check", "-r", str(registry), "--include-unreferenced",
@@ -245,8 +248,10 @@ def run_live_check(registry: Path, out: Path, demo_args: list[str], env: dict[st
         for variable in (N.ENV_OTLP_ENDPOINT, N.ENV_OTLP_TRACES_ENDPOINT, N.ENV_OTLP_METRICS_ENDPOINT,
                          N.ENV_OTLP_PROTOCOL, N.ENV_OTLP_HEADERS):
             env.pop(variable, None)
-        demo = subprocess.run([sys.executable, "-m", "tracedagent", "demo", *demo_args, "--otlp",
-                               f"http://127.0.0.1:{grpc}", "--out", str(out / "demo.otlp.json")],
+        command = ([*program, f"http://127.0.0.1:{grpc}"] if program is not None else
+                   [sys.executable, "-m", "tracedagent", "demo", *demo_args, "--otlp",
+                    f"http://127.0.0.1:{grpc}", "--out", str(out / "demo.otlp.json")])
+        demo = subprocess.run(command,
                               capture_output=True, text=True, timeout=300, env=env)
         assert demo.returncode == 0, demo.stderr
         urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{admin}/stop", method="POST"),

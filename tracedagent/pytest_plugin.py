@@ -23,14 +23,14 @@ OpenTelemetry SDK - is imported inside the fixture, by the first test that asks 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
 if TYPE_CHECKING:
     from .testing import Recorder
 
-__all__ = ["tracedagent_recorder"]
+__all__ = ["tracedagent_recorder", "tracedagent_eval"]
 
 INI_CAPTURE_GLOBAL = "tracedagent_capture_global"
 
@@ -56,3 +56,17 @@ def tracedagent_recorder(request: pytest.FixtureRequest) -> Iterator[Recorder]:
     finally:
         recorder.stop()
         recorder.clear()  # the spans die with the test, not with the session
+
+
+@pytest.fixture
+def tracedagent_eval(tracedagent_recorder: Recorder) -> Callable[..., Any]:
+    """``tracedagent.evals.check_case`` with this test's recorder: ``tracedagent_eval(dataset,
+    case, agent)`` plays the case (``@tracedagent.evals.parametrize(dataset)`` gives one test per
+    case), grades it, and fails the test with each failed grade's explanation."""
+    from .evals import check_case  # here, not at load: see the module's docstring
+
+    def play_and_check(dataset: Any, case: Any, agent: Any = None, **options: Any) -> Any:
+        __tracebackhide__ = True
+        return check_case(dataset, case, agent, recorder=tracedagent_recorder, **options)
+
+    return play_and_check

@@ -36,7 +36,7 @@ from .._core._tools import Registry, Tool
 from .._typed import _tools as typed
 from .._instrumentation._instrumented import InstrumentedModel, InstrumentedRegistry
 from .._instrumentation._observer import Resumed, RunScope, baggage_entries, caller_attributes
-from .._instrumentation._telemetry import AgentTelemetry
+from .._instrumentation._telemetry import AgentTelemetry, RunEnded
 from . import _acalls
 from ._team import agent_tool
 
@@ -78,7 +78,8 @@ class Agent(Generic[OutputT]):
                  accept_unsigned_checkpoints: bool = False, provider_spans: str | None = None,
                  attributes: Mapping[str, Any] | None = None,
                  attributes_from_baggage: bool | Iterable[str] = False,
-                 output_type: Any = None, output_mode: str = "auto") -> None:  # type: ignore[misc]
+                 output_type: Any = None, output_mode: str = "auto",
+                 graders: RunEnded | None = None) -> None:  # type: ignore[misc]
         """``capture_content`` opts in to recording prompts, tool arguments and tool results
         on spans (truncated); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
         ``redact`` is applied to every captured string before it reaches a span (default: a
@@ -109,7 +110,9 @@ class Agent(Generic[OutputT]):
         the run stops ``invalid_output``; ``run.output`` of an ok run is the value, ``run.text``
         the answer's text. ``output_mode`` is how the model is asked for it: ``"auto"`` (the
         model's own structured output where its adapter has one, else ``"prompted"``),
-        ``"prompted"`` (the schema in the system prompt: any model), ``"native"``, ``"tool"``."""
+        ``"prompted"`` (the schema in the system prompt: any model), ``"native"``, ``"tool"``.
+        ``graders``: online grading of this agent's runs as they end, after the run span ended and
+        on a thread of its own (``tracedagent.evals.OnlineGrading([...])``; docs/evals.md)."""
         if max_tool_concurrency is not None and max_tool_concurrency < 1:
             raise ValueError(f"max_tool_concurrency must be at least 1, got {max_tool_concurrency}")
         self._raw_model = model
@@ -133,6 +136,10 @@ class Agent(Generic[OutputT]):
             raise ValueError(f"a tool is named {OUTPUT_TOOL_NAME!r}, the output tool's name: rename it, or "
                              f"choose another output_mode")
         self._telemetry.output_typed(self._output, self.output_mode)
+        if graders is not None:
+            if not callable(getattr(graders, "run_ended", None)):  # a list of graders, say
+                raise TypeError(f"graders= takes tracedagent.evals.OnlineGrading([...]), not {type(graders).__name__}")
+            self._telemetry.run_listener = graders
         if checkpoint_max_age is not None and not checkpoint_max_age > 0:
             raise ValueError(f"checkpoint_max_age must be a positive number of seconds, got {checkpoint_max_age}")
         self._checkpoint_keys = keyring(checkpoint_key)

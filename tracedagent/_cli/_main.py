@@ -40,6 +40,7 @@ from rich.console import Console, Group
 
 from . import _doctor
 from . import _eval_cmd
+from . import _eval_demo
 from . import _local_cmd
 from . import _options
 from . import _replay_cmd
@@ -414,3 +415,4 @@ def doctor(otlp_endpoint: str | None, protocol: str | None, collector_health: st
 cli.add_command(_stack.stack)
 cli.add_command(_local_cmd.local_group)
 cli.add_command(_eval_cmd.eval_group)
+_eval_cmd.eval_group.add_command(_eval_demo.demo_cmd)  # `eval demo`: `eval run` on the shipped dataset

@@ -2,7 +2,8 @@
 semconv's ``gen_ai.evaluation.*`` where it has them, tracedagent's own beside them."""
 
 EVALUATION_RESULT_EVENT = "gen_ai.evaluation.result"
-"""The event each grade is: on its evaluation span (Jaeger shows span events, not log records)."""
+"""The event each grade is: on its evaluation span (Jaeger shows span events, not log records), and
+the log record of that name in the evaluation span's context (semconv defines the event as one)."""
 GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
 """The grader's name."""
 GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
@@ -18,6 +19,8 @@ METRIC_EVALUATION_GRADES = "tracedagent.evaluation.grades"
 """Counter of grades by grader and passed (Prometheus: ``tracedagent_evaluation_grades_total``)."""
 METRIC_EVALUATION_SCORE = "tracedagent.evaluation.score"
 """Histogram of grade scores by grader, in [0, 1]."""
+METRIC_EVALUATION_DROPPED = "tracedagent.evaluation.dropped"
+"""Counter of live runs whose online grading was dropped, its queue full (``OnlineGrading``)."""
 EVALUATION_SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 """The score histogram's buckets: tenths, and finer near 1.0 where thresholds sit."""
 MAX_EXPLANATION_LENGTH = 1024

@@ -245,6 +245,9 @@ class RunScope(_Scope):
         else:
             self.fail(run.stop.value, run.output)
         self._record_metrics(run)
+        if self._t.run_listener is not None:  # online grading: after the span ended, off the run's time
+            with guard("telling of a run's end"):
+                self._t.run_listener.run_ended(run, self.span)
 
     def _set_used(self, run: Run, attributes: dict[str, Any] | None = None) -> None:
         """What the run used (with ``attributes``): steps, tokens, cost, and its tool lists.

@@ -20,7 +20,7 @@ import logging
 import os
 import threading
 import uuid
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
 from opentelemetry import metrics, trace
 
@@ -29,9 +29,10 @@ from .._core._budget import Budget
 from ._content import ContentCapture, capture_content_from_env, encodable, truncate
 from .._core._output import OutputSpec, type_path
 from .._core._request import Model
+from .._core._run import Run
 from .._version import __version__
 
-__all__ = ["AgentTelemetry", "capture_content_from_env", "guard", "report", "ending_elsewhere", "ending_elsewhere_now", "bounded",
+__all__ = ["AgentTelemetry", "RunEnded", "capture_content_from_env", "guard", "report", "ending_elsewhere", "ending_elsewhere_now", "bounded",
            "tool_list_attributes", "default_agent_id", "flush_spans"]
 
 _log = logging.getLogger("tracedagent")
@@ -210,6 +211,17 @@ def _int64(value: Any) -> Any:
     return INT64_MAX if type(value) is int and value > INT64_MAX else value
 
 
+class RunEnded(Protocol):
+    """Told of each run of an agent that returned, once its run span has ended (``Agent(graders=...)``:
+    ``tracedagent.evals.OnlineGrading`` grades it). Called on the run's own thread before the
+    driver returns, so it only hands the run on (a queue, a thread of its own); what it raises
+    is logged, never the run's."""
+
+    def run_ended(self, run: Run, span: trace.Span) -> None:
+        """``run`` as the driver returns it; ``span`` its ended run span (an SDK span can be read)."""
+        ...
+
+
 class AgentTelemetry:
     """What one ``Agent``'s spans and metrics are made with: fixed for the agent's lifetime."""
 
@@ -254,6 +266,8 @@ class AgentTelemetry:
         self.typed = False
         """Whether the agent has an output type (its run spans say how many answers were retried)."""
         self.cost_labels: dict[str, Any] = {N.GEN_AI_AGENT_NAME: agent_name, **model_attributes}
+        self.run_listener: RunEnded | None = None
+        """Told of each returned run after its span ended (``Agent(graders=...)``); ``None``: nobody."""
         self._tool_parts: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {}
 
         self.tracer_provider = tracer_provider

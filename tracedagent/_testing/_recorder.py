@@ -5,6 +5,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any, Iterator
 
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -32,7 +34,8 @@ class Recorder:
       providers can be set only once per process.
 
     Queries: ``spans()``, ``span()``, ``runs()``, ``only_run()``, ``metric()``,
-    ``histogram_sum()``. Keyword arguments name attributes by the alias rule of
+    ``histogram_sum()``, ``log_records()`` (what reached its ``logger_provider``: the
+    evaluation events of ``tracedagent.evals``). Keyword arguments name attributes by the alias rule of
     ``ATTRIBUTE_ALIASES`` (``stop_reason=``, ``tool_name=``, ...) or by exact key.
     """
 
@@ -46,6 +49,10 @@ class Recorder:
         self.metric_reader = InMemoryMetricReader()
         """Reads the private ``meter_provider``."""
         self.meter_provider = MeterProvider(metric_readers=[self.metric_reader], shutdown_on_exit=False)
+        self.log_exporter = InMemoryLogRecordExporter()
+        """Receives the log records of the private ``logger_provider`` (the global one is not captured)."""
+        self.logger_provider = LoggerProvider(shutdown_on_exit=False)
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.log_exporter))
         self._global_reader = InMemoryMetricReader()
         self._capture: GlobalCapture | None = None
         self._global_metrics: MetricsData | None = None
@@ -136,6 +143,11 @@ class Recorder:
     def clear(self) -> None:
         """Forget the spans recorded so far (metrics are cumulative and are kept)."""
         self.exporter.clear()
+
+    def log_records(self, event_name: str | None = None) -> list[ReadableLogRecord]:
+        """Log records emitted to ``logger_provider``, in order; only those of ``event_name`` if given."""
+        return [r for r in self.log_exporter.get_finished_logs()
+                if event_name is None or r.log_record.event_name == event_name]
 
     # --- metrics -------------------------------------------------------------------------------
 

@@ -6,8 +6,9 @@ and ``Grader`` (a callable with a name and a threshold), the built-in determinis
 experiments (``Dataset.evaluate`` / ``aevaluate``: each case played ``repeat`` times through
 the testing toolkit's ``play`` / ``aplay``), the ``Report`` (pass rates, pass^k, pass@k,
 distributions, ``compare`` with what k trials allow one to claim, JSON and JUnit XML;
-``plot_comparison``: a PNG of two reports), and the grades' telemetry (an evaluation span
-under the graded run's span with the ``gen_ai.evaluation.result`` event, and the metrics).
+``plot_comparison``: a PNG of two reports), the grades' telemetry (an evaluation span
+under the graded run's span with the ``gen_ai.evaluation.result`` event, and the metrics), and
+online grading (``OnlineGrading``: ``Agent(graders=...)`` grades live runs as they end, off their time).
 
 May import: ``_core``, ``_typed``, ``_instrumentation``, ``_agent``, ``_traces`` and
 ``_testing`` (it sits above the testing toolkit, whose ``play`` is the seam it grades through),
@@ -26,6 +27,8 @@ from ._report import CaseChange, CaseResult, Comparison, GradeResult, Report, Tr
 from ._experiment import aevaluate, evaluate
 from ._recorded import RecordedRunsError, grade_recorded, recorded_runs
 from ._plot import PlotUnavailable, plot_comparison
+from ._pytest import CaseFailed, check_case, parametrize
+from ._online import OnlineCounts, OnlineGrading, SpansNotKept, sampled
 
 __all__ = [
     "Case", "Dataset", "DatasetError", "ContentNotRecorded", "Grade", "GradedRun", "Grader", "grader",
@@ -35,4 +38,6 @@ __all__ = [
     "CaseChange", "CaseResult", "Comparison", "GradeResult", "Report", "TrialResult", "aevaluate", "evaluate",
     "RecordedRunsError", "grade_recorded", "recorded_runs",
     "PlotUnavailable", "plot_comparison",
+    "CaseFailed", "check_case", "parametrize",
+    "OnlineCounts", "OnlineGrading", "SpansNotKept", "sampled",
 ]

@@ -8,7 +8,9 @@ from typing import Any, Mapping
 from .._agent._loop import Agent
 from .._core._records import Message
 from .._core._tools import Registry
-from .._testing._replay import Replay
+from .._core._checkpoint import Checkpoint
+from .._core._decisions import Decision
+from .._testing._replay import Replay, _repaused
 from .._testing._stubs import stub_registry
 from .._traces._recorded import Recording
 
@@ -44,6 +46,20 @@ class Case:
     def history(self) -> list[Message]:
         """The messages before the task: the recorded run's, else none."""
         return list(self.recording.history) if self.recording is not None else []
+
+    @property
+    def resumes(self) -> bool:
+        """Made from a run that resumed a pause: it has no task of its own (its conversation is all
+        history), and playing it resumes that pause again with the recorded decisions (``resumption``)."""
+        return self.recording is not None and self.recording.resumed is not None
+
+    def resumption(self, agent: Agent) -> tuple[Checkpoint, dict[str, Decision]]:
+        """For a case that ``resumes``: the recorded pause made again as ``agent``'s checkpoint, and
+        the decisions the person gave, for ``agent.resume(*case.resumption(agent))``. The turns
+        before the pause are the paused run's (another trace): only the resumed part is played."""
+        if self.recording is None or self.recording.resumed is None:
+            raise ValueError(f"case {self.name or self.task!r} does not resume a recorded pause")
+        return _repaused(agent, self.recording)
 
     def tools(self) -> Registry:
         """Stub tools giving the recorded results for the recorded arguments; a call with other

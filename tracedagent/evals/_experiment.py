@@ -18,7 +18,7 @@ from typing import Any, Callable, Protocol
 from opentelemetry import metrics, trace
 
 from .._agent._loop import Agent
-from .._testing._played import Played, aplay, play
+from .._testing._played import Played, aplay, play, played
 from .._testing._recorder import Recorder
 from ._grade import GradedRun, judge
 from ._report import CaseResult, GradeResult, Report, TrialResult
@@ -53,6 +53,22 @@ def grade_trial(graders: list[Grader], graded: GradedRun, telemetry: GradeTeleme
                        tokens=graded.total_tokens, cost=graded.cost, latency=graded.duration)
 
 AgentOrFactory = Any  # Agent | Callable[[Case], Agent]
+
+
+def _play(agent: Agent, case: Case, recorder: Recorder) -> Played:
+    """The case's task after its history, or for a case that resumes a recorded pause, that pause
+    resumed with the recorded decisions."""
+    if case.resumes:
+        seen = len(recorder.spans())
+        return played(agent.resume(*case.resumption(agent)), recorder, seen)
+    return play(agent, case.task, case.history, recorder=recorder)
+
+
+async def _aplay(agent: Agent, case: Case, recorder: Recorder) -> Played:
+    if case.resumes:
+        seen = len(recorder.spans())
+        return played(await agent.aresume(*case.resumption(agent)), recorder, seen)
+    return await aplay(agent, case.task, case.history, recorder=recorder)
 
 
 class _Experiment:
@@ -103,10 +119,12 @@ class _Experiment:
             tracer_provider = getattr(getattr(agent, "_telemetry", None), "tracer_provider", None)
             if meter_provider is None and tracer_provider is self.recorder.tracer_provider:
                 meter_provider = self.recorder.meter_provider
+        # the grade's log event goes where the recorder's spans go, else to the global LoggerProvider
+        logger_provider = self.recorder.logger_provider if tracer_provider is self.recorder.tracer_provider else None
         key = id(tracer_provider)
         with self.lock:
             if key not in self._telemetry:
-                self._telemetry[key] = GradeTelemetry(tracer_provider, meter_provider)
+                self._telemetry[key] = GradeTelemetry(tracer_provider, meter_provider, logger_provider)
             return self._telemetry[key]
 
     def may_start(self) -> bool:
@@ -143,7 +161,7 @@ class _Experiment:
             return None
         try:
             agent = self.agent_for(case)
-            return self.grade(case, agent, play(agent, case.task, case.history, recorder=self.recorder))
+            return self.grade(case, agent, _play(agent, case, self.recorder))
         except Exception as exc:  # the agent (or its factory) raised: that trial failed, the rest go on
             return self.failed(exc)
 
@@ -156,7 +174,7 @@ class _Experiment:
                 return None
             try:
                 agent = self.agent_for(case)
-                return self.grade(case, agent, await aplay(agent, case.task, case.history, recorder=self.recorder))
+                return self.grade(case, agent, await _aplay(agent, case, self.recorder))
             except Exception as exc:
                 return self.failed(exc)
 

@@ -183,6 +183,8 @@ class Grader:
     """``module:attr`` naming it in a dataset file (``None``: a grader that cannot be saved)."""
     args: Mapping[str, Any] = field(default_factory=dict)
     """The arguments ``ref`` is called with to make it (a built-in's bound, set, pattern)."""
+    sample: float = 1.0
+    """The share of live runs it grades online (``sampled``, ``OnlineGrading``); an evaluation grades every run."""
 
     def __call__(self, graded: GradedRun) -> GraderResult:
         return self.check(graded)

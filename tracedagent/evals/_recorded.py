@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -138,9 +138,9 @@ def _found(source: str | Path | None = None, *, trace_id: str | None = None, jae
 
 def recordings(source: str | Path | None = None, **found: Any) -> list[Recording]:
     """The runs ``recorded_runs(source, **found)`` finds, as replay's ``Recording`` (the task,
-    the model's turns, the tool calls with their results). A run recorded without content, or
-    resumed from a pause (it has no task of its own), cannot be a case: ``RecordedRunsError``
-    names it."""
+    the model's turns, the tool calls with their results). A run that resumed a pause is one too:
+    its case resumes that pause with the recorded decisions (``Case.resumes``). A run recorded
+    without content cannot be a case: ``RecordedRunsError`` names it."""
     made = []
     for t, view in _found(source, **found):
         try:
@@ -148,9 +148,6 @@ def recordings(source: str | Path | None = None, **found: Any) -> list[Recording
                                      source=str(source or found.get("jaeger")))
         except ReplayError as exc:
             raise RecordedRunsError(str(exc)) from None
-        if recording.resumed is not None:
-            raise RecordedRunsError(f"trace {recording.trace_id}: the run of {recording.agent!r} resumed a pause; "
-                                    f"it has no task of its own to make a case of")
         made.append(recording)
     return made
 
@@ -158,14 +155,15 @@ def recordings(source: str | Path | None = None, **found: Any) -> list[Recording
 def grade_recorded(source: str | Path | None, graders: Sequence[Any], *, runs: Iterable[RunView] | None = None,
                    tracer_provider: trace.TracerProvider | None = None,
                    meter_provider: metrics.MeterProvider | None = None, name: str | None = None,
-                   **found: Any) -> Report:
+                   logger_provider: _logs.LoggerProvider | None = None, **found: Any) -> Report:
     """Grade recorded runs without re-running them: each run of ``recorded_runs(source, **found)``
     (or ``runs``) is one case of one trial, named ``{agent} {trace id}``, graded by every grader as
     ``evaluate`` grades a live run; each grade also goes into the recorded trace (a new
-    ``evaluate {grader}`` span under the recorded run span, each time it is graded)."""
+    ``evaluate {grader}`` span under the recorded run span, each time it is graded; its log event
+    to ``logger_provider``, by default the global one)."""
     checks: list[Grader] = [as_grader(g) for g in graders]
     views = list(runs) if runs is not None else recorded_runs(source, **found)
-    telemetry = GradeTelemetry(tracer_provider, meter_provider)
+    telemetry = GradeTelemetry(tracer_provider, meter_provider, logger_provider)
     cases = []
     for view in views:
         graded = GradedRun(view)

@@ -143,6 +143,7 @@ def workflow_telemetry(telemetry: AgentTelemetry) -> AgentTelemetry:
     providers, made replay-safe."""
     safe = copy.copy(telemetry)
     safe.tracer = WorkflowTracer(telemetry.tracer)  # type: ignore[assignment]
+    safe.run_listener = None  # no online grading inside a workflow, which does no I/O: grade its trace
     for name in _INSTRUMENTS:
         if hasattr(telemetry, name):
             setattr(safe, name, _ReplaySafeInstrument(getattr(telemetry, name)))
