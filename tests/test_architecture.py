@@ -64,9 +64,10 @@ THIRD_PARTY: dict[str, set[str]] = {
     "temporal": API | {"temporalio"},
     # The MCP SDK's messages are pydantic models; a tool's input is checked by jsonschema (which it brings).
     "mcp": API | {"mcp", "mcp-types", "pydantic", "jsonschema"},
-    # output_validates checks a type with pydantic; YAML datasets need PyYAML (extra evals);
-    # parametrize makes pytest's mark (imported when called).
-    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml", "pytest"},
+    # output_validates checks a type with pydantic; YAML datasets need PyYAML, the comparison
+    # picture matplotlib (both extra evals, imported lazily); parametrize makes pytest's mark
+    # (imported when called).
+    "evals": SDK | {"pydantic", "pydantic-core", "pyyaml", "matplotlib", "pytest"},
 }
 """``docs/architecture.md``'s table: an optional integration's SDK is its wing's alone."""
 
@@ -94,6 +95,7 @@ DISTRIBUTIONS = {
     "typing_extensions": "typing-extensions",
     "jsonschema": "jsonschema",
     "yaml": "pyyaml",
+    "matplotlib": "matplotlib",
     "pytest": "pytest",
 }
 

@@ -26,7 +26,6 @@ chose, so nothing is printed as rich markup, and everything goes out through
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 import time
 from pathlib import Path
@@ -57,7 +56,7 @@ from ._listing import SHORT_ID_DIGITS, Listing
 from .._agent._loop import Agent
 from .._traces._otlp_json import OtlpJsonError, OtlpJsonWriter, read_file
 from .._traces._recorded import ReplayError
-from ._render import printable, runs_table, scenario_table, stop_counts_table, text, trace_tree
+from ._render import output_width, printable, runs_table, scenario_table, stop_counts_table, text, trace_tree
 from .._traces._trace import Trace, group_traces
 from .._core._run import Run
 from .._version import __version__
@@ -67,13 +66,7 @@ __all__ = ["main", "cli"]
 DEFAULT_OUT = Path("tracedagent-demo.otlp.json")
 
 
-def _output_width() -> int | None:
-    """A terminal keeps its own width; a pipe or file gets 120 columns (rich would assume 80
-    and cut the tables). ``COLUMNS`` overrides both."""
-    return None if "COLUMNS" in os.environ or sys.stdout.isatty() else 120
-
-
-_console = Console(highlight=False, markup=False, emoji=False, width=_output_width())
+_console = Console(highlight=False, markup=False, emoji=False, width=output_width())
 
 
 def _say(line: str) -> None:

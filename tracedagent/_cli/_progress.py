@@ -1,5 +1,5 @@
-"""The demo's progress on a terminal: a bar of the runs done, and a streamed run's text as it
-arrives.
+"""Progress on a terminal: the demo's bar of the runs done with a streamed run's text as it
+arrives, and ``eval run``'s bar of the trials graded (``counting``).
 
 The bar is ``rich``'s ``Progress``, transient (gone once the runs are over) and off when the
 output is not a terminal. Below it, while a scenario streams (``Agent.stream``), its text grows
@@ -11,10 +11,11 @@ attributes hold the same text.
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
 
 from rich.console import Console, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from .._agent._loop import Agent
@@ -22,7 +23,7 @@ from .._core._run import Run
 from ._demo import Scenario, run_plan
 from ._render import printable
 
-__all__ = ["run_with_progress"]
+__all__ = ["run_with_progress", "counting"]
 
 _SHOWN = 100
 """The most characters of a streaming text the live line shows (its end)."""
@@ -45,12 +46,24 @@ class _Progress(Progress):
             yield Text.assemble((f"{printable(name)} ", "bold"), printable(so_far[-_SHOWN:], limit=None))
 
 
+def _columns(what: str) -> tuple[ProgressColumn, ...]:
+    return (TextColumn(what, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+
+
+@contextmanager
+def counting(total: int, what: str, console: Console) -> Iterator[Callable[[], None]]:
+    """A bar of ``total`` things, advanced by the function it yields (from any thread): transient,
+    and off when ``console`` is not a terminal (a pipe or a CI log gets no bar)."""
+    with Progress(*_columns(what), console=console, transient=True, disable=not console.is_terminal) as progress:
+        task = progress.add_task(what, total=total)
+        yield lambda: progress.advance(task)
+
+
 def run_with_progress(plan: Iterable[Scenario], total: int, concurrency: int, make_agent: Callable[[Scenario], Agent],
                       on_finished: Callable[[int, Run], None], console: Console) -> int:
     """``run_plan`` under a progress bar, streamed text shown live (on a terminal; a pipe gets neither)."""
-    columns = (TextColumn("runs", style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     on_terminal = console.is_terminal
-    with _Progress(*columns, console=console, transient=True, disable=not on_terminal) as progress:
+    with _Progress(*_columns("runs"), console=console, transient=True, disable=not on_terminal) as progress:
         task = progress.add_task("runs", total=total)
 
         def streamed(scenario: Scenario, chunk: str) -> None:

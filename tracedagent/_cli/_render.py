@@ -12,6 +12,8 @@ returns a markup-free ``Text`` with control characters written out as escapes.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
@@ -23,7 +25,7 @@ from .._core import _names as N
 from .._traces._printable import MAX_SHOWN, printable
 from .._traces._trace import RunSummary, SpanRecord, Trace, string_list
 
-__all__ = ["StopTally", "scenario_table", "trace_tree", "runs_table", "stop_counts_table", "format_duration", "format_cost",
+__all__ = ["output_width", "StopTally", "scenario_table", "trace_tree", "runs_table", "stop_counts_table", "format_duration", "format_cost",
            "stop_style", "printable", "text", "MAX_SHOWN"]
 
 
@@ -33,6 +35,12 @@ def text(value: object, style: str = "", *, limit: int | None = MAX_SHOWN) -> Te
     """``printable(value)`` as a rich ``Text``, which rich never reads as markup: the one way
     anything from a trace, a file or the command line is drawn."""
     return Text(printable(value, limit=limit), style=style)
+
+
+def output_width() -> int | None:
+    """A terminal keeps its own width; a pipe or file gets 120 columns (rich would assume 80
+    and cut the tables). ``COLUMNS`` overrides both."""
+    return None if "COLUMNS" in os.environ or sys.stdout.isatty() else 120
 
 
 # --- formatting ------------------------------------------------------------------------

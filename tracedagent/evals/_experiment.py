@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 from opentelemetry import metrics, trace
 
@@ -81,7 +81,8 @@ class _Experiment:
 
     def __init__(self, dataset: Dataset, agent: AgentOrFactory | None, *, repeat: int, concurrency: int,
                  max_cost: float | None, recorder: Recorder | None, tracer_provider: trace.TracerProvider | None,
-                 meter_provider: metrics.MeterProvider | None) -> None:
+                 meter_provider: metrics.MeterProvider | None,
+                 on_trial: Callable[[TrialResult | None], None] | None = None) -> None:
         if repeat < 1 or concurrency < 1:
             raise ValueError(f"repeat ({repeat}) and concurrency ({concurrency}) are at least 1")
         if max_cost is not None and max_cost < 0:
@@ -90,6 +91,8 @@ class _Experiment:
         self.owns_recorder = recorder is None
         self.recorder = recorder or Recorder()
         self.providers = (tracer_provider, meter_provider)
+        self.on_trial = on_trial
+        """Told of each trial as it ends (``None``: skipped by ``max_cost``): a progress bar."""
         self._telemetry: dict[int, GradeTelemetry] = {}
         self.spent = 0.0
         self.skipped = 0
@@ -153,7 +156,15 @@ class _Experiment:
     def failed(exc: Exception) -> TrialResult:
         return TrialResult(trace_id=None, stop_reason=None, grades=[], error=f"{type(exc).__name__}: {exc}")
 
+    def done(self, trial: TrialResult | None) -> TrialResult | None:
+        if self.on_trial is not None:
+            self.on_trial(trial)
+        return trial
+
     def run_one(self, case: Case) -> TrialResult | None:
+        return self.done(self._run_one(case))
+
+    def _run_one(self, case: Case) -> TrialResult | None:
         if not self.may_start():
             return None
         try:
@@ -163,6 +174,9 @@ class _Experiment:
             return self.failed(exc)
 
     async def arun_one(self, case: Case, gate: asyncio.Semaphore) -> TrialResult | None:
+        return self.done(await self._arun_one(case, gate))
+
+    async def _arun_one(self, case: Case, gate: asyncio.Semaphore) -> TrialResult | None:
         async with gate:
             if not self.may_start():
                 return None
@@ -189,14 +203,17 @@ class _Experiment:
 def evaluate(dataset: Dataset, agent: AgentOrFactory | None = None, *, repeat: int = 1, concurrency: int = 1,
              max_cost: float | None = None, recorder: Recorder | None = None,
              tracer_provider: trace.TracerProvider | None = None,
-             meter_provider: metrics.MeterProvider | None = None) -> Report:
+             meter_provider: metrics.MeterProvider | None = None,
+             on_trial: Callable[[TrialResult | None], None] | None = None) -> Report:
     """Play each case ``repeat`` times (``concurrency`` runs at a time, each in a thread of its
     own) and grade every run (``agent`` ``None``: each case made from a recorded run plays it
     again, ``Case.replay_agent``); never raises for a run or a grader (their failures are failed trials
     and grades). ``recorder``: the one the agent reports to (``Agent(**recorder.providers)``);
-    by default a fresh one records the global providers while the experiment runs."""
+    by default a fresh one records the global providers while the experiment runs. ``on_trial``
+    is told of each trial as it ends, in the thread that ran it (``None``: skipped by ``max_cost``)."""
     experiment = _Experiment(dataset, agent, repeat=repeat, concurrency=concurrency, max_cost=max_cost,
-                             recorder=recorder, tracer_provider=tracer_provider, meter_provider=meter_provider)
+                             recorder=recorder, tracer_provider=tracer_provider, meter_provider=meter_provider,
+                             on_trial=on_trial)
     with experiment:
         if concurrency == 1:
             results = [experiment.run_one(case) for _, case in experiment.jobs]
@@ -209,10 +226,12 @@ def evaluate(dataset: Dataset, agent: AgentOrFactory | None = None, *, repeat: i
 async def aevaluate(dataset: Dataset, agent: AgentOrFactory | None = None, *, repeat: int = 1, concurrency: int = 1,
                     max_cost: float | None = None, recorder: Recorder | None = None,
                     tracer_provider: trace.TracerProvider | None = None,
-                    meter_provider: metrics.MeterProvider | None = None) -> Report:
+                    meter_provider: metrics.MeterProvider | None = None,
+                    on_trial: Callable[[TrialResult | None], None] | None = None) -> Report:
     """``evaluate`` through ``Agent.arun``: ``concurrency`` runs at a time on this event loop."""
     experiment = _Experiment(dataset, agent, repeat=repeat, concurrency=concurrency, max_cost=max_cost,
-                             recorder=recorder, tracer_provider=tracer_provider, meter_provider=meter_provider)
+                             recorder=recorder, tracer_provider=tracer_provider, meter_provider=meter_provider,
+                             on_trial=on_trial)
     gate = asyncio.Semaphore(concurrency)
     with experiment:
         results = await asyncio.gather(*(experiment.arun_one(case, gate) for _, case in experiment.jobs))

@@ -10,6 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 from xml.etree import ElementTree as ET
 
+from ._stats import ALPHA, fisher_exact, newcombe_interval, trials_to_tell, wilson_interval
+
 __all__ = ["GradeResult", "TrialResult", "CaseResult", "Report", "CaseChange", "Comparison", "pass_at_k",
            "pass_hat_k", "distribution"]
 
@@ -28,6 +30,17 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     if k > n or k < 1:
         raise ValueError(f"k={k} needs 1 <= k <= n={n} trials")
     return math.comb(c, k) / math.comb(n, k)
+
+
+def _change(name: str, old: CaseResult, new: CaseResult, alpha: float) -> CaseChange:
+    """One case's move between two reports, with what its trials allow one to claim."""
+    trials, passes = (len(old.trials), len(new.trials)), (old.passes, new.passes)
+    p_value = fisher_exact(passes[0], trials[0], passes[1], trials[1])
+    return CaseChange(name=name, before=old.pass_rate, after=new.pass_rate, trials=trials, passes=passes,
+                      p_value=p_value, significant=p_value < alpha,
+                      intervals=(wilson_interval(old.pass_rate, trials[0], alpha),
+                                 wilson_interval(new.pass_rate, trials[1], alpha)),
+                      trials_to_tell=trials_to_tell(old.pass_rate, new.pass_rate, alpha))
 
 
 def distribution(values: Sequence[float | None]) -> dict[str, float] | None:
@@ -143,7 +156,8 @@ class CaseResult:
 
 @dataclass(frozen=True, kw_only=True)
 class CaseChange:
-    """A case whose pass rate moved between two reports."""
+    """A case whose pass rate moved between two reports, and whether its trials can tell that
+    move from chance (``_stats``: Fisher's exact test on the two pass counts)."""
 
     name: str
     """The case's name, as both reports name it."""
@@ -153,6 +167,18 @@ class CaseChange:
     """Its pass rate now."""
     trials: tuple[int, int]
     """The trials behind each rate (baseline, now): one trial each is one sample, not a trend."""
+    passes: tuple[int, int] = (0, 0)
+    """The trials that passed (baseline, now)."""
+    p_value: float = 1.0
+    """Fisher's exact test, two-sided: the chance of a move at least this large were the case as
+    good as before. 1.0 when either side has no trials."""
+    significant: bool = False
+    """``p_value`` is under the comparison's ``alpha``: the move is a claim, not a sample."""
+    intervals: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 1.0), (0.0, 1.0))
+    """Wilson intervals of the two pass rates (baseline, now) at confidence 1 - alpha."""
+    trials_to_tell: int | None = None
+    """The fewest trials per report at which a move of this size would be significant (the
+    ``--repeat`` to re-run both with); ``None`` past ``MAX_TRIALS``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,7 +186,7 @@ class Comparison:
     """``report.compare(baseline)``."""
 
     regressed: list[CaseChange]
-    """Cases passing less often than in the baseline."""
+    """Cases passing less often than in the baseline (each says whether that is ``significant``)."""
     improved: list[CaseChange]
     """Cases passing more often."""
     unchanged: list[str]
@@ -171,6 +197,22 @@ class Comparison:
     """Cases only in the baseline."""
     pass_rate: tuple[float, float]
     """The overall pass rates (baseline, now)."""
+    alpha: float = ALPHA
+    """The chance of calling a change significant when nothing changed that was accepted."""
+    difference_interval: tuple[float, float] = (-1.0, 1.0)
+    """Newcombe's interval for the change in the overall pass rate (now - baseline), each rate
+    taken over all its report's trials as if they were independent (cases differ in difficulty,
+    so it is a guide, not a test: the per-case tests are the claims)."""
+
+    @property
+    def difference(self) -> float:
+        """The overall pass rate now minus the baseline's."""
+        return self.pass_rate[1] - self.pass_rate[0]
+
+    @property
+    def significant_regressions(self) -> list[CaseChange]:
+        """The regressions the trials can tell from chance: what ``eval run --baseline`` fails on."""
+        return [change for change in self.regressed if change.significant]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,26 +278,27 @@ class Report:
         trials = self.trials
         return {what: distribution([getattr(t, what) for t in trials]) for what in ("steps", "tokens", "cost", "latency")}
 
-    def compare(self, baseline: Report) -> Comparison:
-        """Which cases (by name) regressed and improved against ``baseline``."""
+    def compare(self, baseline: Report, *, alpha: float = ALPHA) -> Comparison:
+        """Which cases (by name) regressed and improved against ``baseline``, and which of those
+        moves the trials can tell from chance at ``alpha`` (``CaseChange.significant``)."""
         before = {c.name: c for c in baseline.cases}
         now = {c.name: c for c in self.cases}
         regressed, improved, unchanged = [], [], []
         for name, case in now.items():
             if name not in before:
                 continue
-            old = before[name]
-            change = CaseChange(name=name, before=old.pass_rate, after=case.pass_rate,
-                                trials=(len(old.trials), len(case.trials)))
-            if case.pass_rate < old.pass_rate:
+            change = _change(name, before[name], case, alpha)
+            if change.after < change.before:
                 regressed.append(change)
-            elif case.pass_rate > old.pass_rate:
+            elif change.after > change.before:
                 improved.append(change)
             else:
                 unchanged.append(name)
         return Comparison(regressed=regressed, improved=improved, unchanged=unchanged,
                           added=[n for n in now if n not in before], removed=[n for n in before if n not in now],
-                          pass_rate=(baseline.pass_rate, self.pass_rate))
+                          pass_rate=(baseline.pass_rate, self.pass_rate), alpha=alpha,
+                          difference_interval=newcombe_interval(baseline.pass_rate, len(baseline.trials),
+                                                                self.pass_rate, len(self.trials), alpha))
 
     # --- out -------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
