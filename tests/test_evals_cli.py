@@ -201,3 +201,26 @@ def test_a_bad_baseline_is_exit_2(project):
     (path / "bad.json").write_text("{}")
     result = CliRunner().invoke(cli, ["eval", "run", "shop.json", "--agent", f"{module}:make", "--baseline", "bad.json"])
     assert result.exit_code == 2 and "not a tracedagent evals report" in result.output
+
+
+def test_an_llm_judge_s_spend_is_printed_apart_from_the_runs(project):
+    tmp_path, module = project
+    (tmp_path / f"{module}_judge.py").write_text(textwrap.dedent('''
+        import json
+        from tracedagent import Budget
+        from tracedagent.evals import llm_judge
+        from tracedagent.testing import FakeModel
+
+        verdict = json.dumps({"score": 1.0, "label": "ok", "explanation": "says where"})
+        judge = llm_judge(FakeModel([verdict, verdict]), "The answer says where the order is.",
+                          pricing=Budget(price_per_1k_input=3.0, price_per_1k_output=15.0))
+    '''))
+    (tmp_path / "judged.json").write_text(json.dumps({"name": "judged", "cases": [
+        {"task": "where is A1?", "name": "good"}, {"task": "where is A1?", "name": "bad"}],
+        "graders": [f"{module}_judge:judge"]}))
+    result = CliRunner().invoke(cli, ["eval", "run", "judged.json", "--agent", f"{module}:make", "--json", "r.json"])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["judge_tokens"] > 0 and saved["judge_cost"] > 0
+    assert f"judges: {saved['judge_tokens']} tokens, ${saved['judge_cost']:.4f}" in result.output
+    assert "judges:" not in run(module).output  # no judge, no line

@@ -162,6 +162,9 @@ def _write(console: Console, report: Report, baseline: Report | None, json_out: 
     console.print(report_table(report, baseline))
     if report.cost_exhausted:
         console.print(f"[yellow]--max-cost reached: {report.skipped} trial(s) not run[/]")
+    if report.judge_tokens is not None:  # an LLM judge's spend: the experiment's, never the runs'
+        cost = "" if report.judge_cost is None else f", ${report.judge_cost:.4f}"
+        console.print(f"judges: {report.judge_tokens} tokens{cost} (apart from the runs' figures)")
     if json_out:
         Path(json_out).write_text(report.to_json() + "\n")
     if junit:
