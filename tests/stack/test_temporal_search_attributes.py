@@ -165,11 +165,14 @@ async def test_a_worker_without_search_attributes_upserts_none():
     require_temporal()
     client = await Client.connect(TEMPORAL)
     name, queue = f"agent-{uuid.uuid4().hex[:8]}", f"q-{uuid.uuid4().hex}"
-    agent = Agent(FakeModel(["done"]), [], name=name)
+    # a provider of its own: whether the global one records (a recorder earlier in the session may
+    # have installed one) decides whether the run has a trace id to put in the memo
+    agent = Agent(FakeModel(["done"]), [], name=name, tracer_provider=TracerProvider())
     async with worker(client, [agent], task_queue=queue, search_attributes=False):
         handle = await start_on_temporal(client, name, "hi", task_queue=queue)
         run = await result_of(handle)
-    assert run.stop is Stop.ANSWERED
+    assert run.stop is Stop.ANSWERED and run.trace_id
     described = await handle.describe()
     assert described.typed_search_attributes.get(SEARCH_KEYS[N.TEMPORAL_SEARCH_AGENT]) is None
-    assert await described.memo() == {N.TEMPORAL_SEARCH_AGENT: name}, "a memo needs no registration"
+    assert await described.memo() == {N.TEMPORAL_SEARCH_AGENT: name, N.TEMPORAL_SEARCH_TRACE_ID: run.trace_id}, \
+        "a memo needs no registration"
