@@ -71,6 +71,16 @@ def test_eval_run_prints_the_table_and_writes_json_and_junit(project):
     assert ET.fromstring((path / "r.xml").read_text()).get("failures") == "1"
 
 
+def test_tracing_turned_off_is_bad_input_not_a_zero_pass_rate(project, monkeypatch):
+    """Each run is graded from its spans: with the SDK disabled every trial failed RunNotRecorded
+    and the command printed 0% and exited 0."""
+    _, module = project
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    result = run(module, "--no-export")
+    assert result.exit_code == 2 and "OTEL_SDK_DISABLED=true turns tracing off" in result.output
+    assert "pass rate" not in result.output
+
+
 def test_the_gate_fails_the_command_under_its_pass_rate(project):
     _, module = project
     runner = CliRunner()
