@@ -43,6 +43,9 @@ def project(tmp_path, monkeypatch, request):
         def all_good(case):
             return Agent(FakeModel(["A1 shipped."]), name="shop")
 
+        def broken(case):
+            raise RuntimeError("no model key")
+
         not_an_agent = 42
     '''))
     (tmp_path / "shop.json").write_text(json.dumps({"name": "shop", "cases": [
@@ -79,6 +82,14 @@ def test_tracing_turned_off_is_bad_input_not_a_zero_pass_rate(project, monkeypat
     result = run(module, "--no-export")
     assert result.exit_code == 2 and "OTEL_SDK_DISABLED=true turns tracing off" in result.output
     assert "pass rate" not in result.output
+
+
+def test_the_table_says_why_a_run_raised(project):
+    """It said only "(run raised)": a broken factory read as a bad agent."""
+    _, module = project
+    result = run(module, agent="broken")
+    assert result.exit_code == 0, result.output
+    assert "the run raised RuntimeError: no model key (cases good, bad)" in result.output
 
 
 def test_the_gate_fails_the_command_under_its_pass_rate(project):

@@ -34,7 +34,7 @@ from ..evals._dataset import import_ref, resolve_grader
 from ..evals._plot import PlotUnavailable, plot_comparison, require_matplotlib
 from ..evals._stats import ALPHA
 from . import _options
-from ._eval_render import comparison_line, moved_table, percent, report_table
+from ._eval_render import comparison_line, errors_lines, moved_table, percent, report_table
 from ._progress import counting
 from ._render import output_width, text
 
@@ -167,6 +167,8 @@ def _exported(console: Console, telemetry: Telemetry | None, spans: int) -> bool
 def _write(console: Console, report: Report, baseline: Report | None, json_out: str | None, junit: str | None) -> None:
     """The table, and the files asked for."""
     console.print(report_table(report, baseline))
+    for line in errors_lines(report):
+        console.print(line)
     if report.cost_exhausted:
         console.print(f"[yellow]--max-cost reached: {report.skipped} trial(s) not run[/]")
     if report.judge_tokens is not None:  # an LLM judge's spend: the experiment's, never the runs'
@@ -313,6 +315,8 @@ def grade_cmd(file: str | None, jaeger_url: str, service: str | None, graders: t
         console.print("No recorded runs matched.")
     else:
         console.print(report_table(report))
+        for line in errors_lines(report):
+            console.print(line)
     if json_out:
         Path(json_out).write_text(report.to_json() + "\n")
     if gate is not None and report.cases and report.pass_rate < gate:
