@@ -89,7 +89,7 @@ def test_the_table_says_why_a_run_raised(project):
     _, module = project
     result = run(module, agent="broken")
     assert result.exit_code == 0, result.output
-    assert "the run raised RuntimeError: no model key (cases good, bad)" in result.output
+    assert "the run raised RuntimeError: no model key (2 cases, e.g. good)" in result.output
 
 
 def test_the_gate_fails_the_command_under_its_pass_rate(project):

@@ -57,8 +57,8 @@ def errors_lines(report: Report, limit: int = 5) -> list[Text]:
                 names = seen.setdefault((who, str(error)), [])
                 if case.name not in names:
                     names.append(case.name)
-    lines = [text(f"{who} raised {error} (case{'s' if len(names) > 1 else ''} {', '.join(names[:3])}"
-                  f"{', ...' if len(names) > 3 else ''})", "red", limit=300)
+    lines = [text(f"{who} raised {error} ({f'{len(names)} cases, e.g. ' if len(names) > 1 else 'case '}{names[0]})",
+                  "red", limit=None)
              for (who, error), names in list(seen.items())[:limit]]
     if len(seen) > limit:
         lines.append(text(f"... and {len(seen) - limit} more error(s): --json has each", "red", limit=None))
