@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.trace import format_trace_id
 
 from tracedagent import Agent, Registry, tool
-from tracedagent.evals import (Case, CaseResult, ContentNotRecorded, Dataset, DatasetError, Grade, GradedRun,
+from tracedagent.evals import (Case, CaseResult, ContentNotRecorded, Dataset, DatasetError, Grade, GradedRun, Grader,
                                Report, TrialResult, answered, grader, output_contains, stop_reason_in, steps_under)
 from tracedagent.evals._report import GradeResult, distribution, pass_at_k, pass_hat_k
 from tracedagent.testing import FakeModel, Recorder, play, tool_call
@@ -260,6 +260,19 @@ def polite(run: GradedRun) -> bool:
 def brief(run: GradedRun) -> float:
     """A decorated grader: a Grader already, named in a file as test_evals:brief."""
     return 1.0 if len(run.text) < 100 else 0.0
+
+
+@grader
+def terse(run: GradedRun) -> bool:
+    """Decorated bare, as pytest's fixtures are: a Grader all the same."""
+    return len(run.text) < 100
+
+
+def test_a_bare_decorated_grader_is_a_grader_that_grades_saves_and_loads(tmp_path):
+    assert isinstance(terse, Grader) and terse.name == "terse" and terse.threshold == 1.0
+    Dataset(["t"], [terse]).save(tmp_path / "d.json")
+    (loaded,) = Dataset.load(tmp_path / "d.json").graders
+    assert loaded.name == "terse" and loaded.check is terse.check
 
 
 def test_a_decorated_grader_saves_and_loads_with_its_threshold(tmp_path):

@@ -43,6 +43,9 @@ def project(tmp_path, monkeypatch, request):
         def all_good(case):
             return Agent(FakeModel(["A1 shipped."]), name="shop")
 
+        def broken(case):
+            raise RuntimeError("no model key")
+
         not_an_agent = 42
     '''))
     (tmp_path / "shop.json").write_text(json.dumps({"name": "shop", "cases": [
@@ -69,6 +72,24 @@ def test_eval_run_prints_the_table_and_writes_json_and_junit(project):
     report = json.loads((path / "r.json").read_text())
     assert report["pass_rate"] == 0.5 and [c["pass_rate"] for c in report["cases"]] == [1.0, 0.0]
     assert ET.fromstring((path / "r.xml").read_text()).get("failures") == "1"
+
+
+def test_tracing_turned_off_is_bad_input_not_a_zero_pass_rate(project, monkeypatch):
+    """Each run is graded from its spans: with the SDK disabled every trial failed RunNotRecorded
+    and the command printed 0% and exited 0."""
+    _, module = project
+    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
+    result = run(module, "--no-export")
+    assert result.exit_code == 2 and "OTEL_SDK_DISABLED=true turns tracing off" in result.output
+    assert "pass rate" not in result.output
+
+
+def test_the_table_says_why_a_run_raised(project):
+    """It said only "(run raised)": a broken factory read as a bad agent."""
+    _, module = project
+    result = run(module, agent="broken")
+    assert result.exit_code == 0, result.output
+    assert "the run raised RuntimeError: no model key (2 cases, e.g. good)" in result.output
 
 
 def test_the_gate_fails_the_command_under_its_pass_rate(project):

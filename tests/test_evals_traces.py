@@ -4,6 +4,7 @@ the live runs; each grade in the recorded trace; datasets built from traces repl
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -173,8 +174,9 @@ def test_a_recorded_case_serves_recorded_results_and_names_a_call_with_new_argum
 
 def test_a_run_recorded_without_content_cannot_be_a_case(tmp_path):
     from tracedagent.evals import Dataset
-    with pytest.raises(RecordedRunsError, match="content|captur"):
+    with pytest.raises(RecordedRunsError, match="content|captur") as raised:
         Dataset.from_traces(without_content(tmp_path))
+    assert re.search(r"run of '[^']+' in trace [0-9a-f]{32}: ", str(raised.value))  # which of the runs found
 
 
 # --- the command line ----------------------------------------------------------------------

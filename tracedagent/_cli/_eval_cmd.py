@@ -13,12 +13,14 @@ exports the runs' spans, the grades and the metrics there. Exit status: ``EXIT_C
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Callable
 
 import click
+from opentelemetry.sdk.environment_variables import OTEL_SDK_DISABLED
 from rich.console import Console
 
 from .._agent._loop import Agent
@@ -32,7 +34,7 @@ from ..evals._dataset import import_ref, resolve_grader
 from ..evals._plot import PlotUnavailable, plot_comparison, require_matplotlib
 from ..evals._stats import ALPHA
 from . import _options
-from ._eval_render import comparison_line, moved_table, percent, report_table
+from ._eval_render import comparison_line, errors_lines, moved_table, percent, report_table
 from ._progress import counting
 from ._render import output_width, text
 
@@ -44,8 +46,13 @@ EXIT_NOT_EXPORTED = 3
 """The gates passed, but not every span reached the collector named (a run's result stands; its telemetry is missing)."""
 EXIT_CODES = ("Exit status: 0 every gate passed; 1 a gate failed (the pass rate is under --min-pass-rate, or a "
               "case regressed against the baseline: by default a significant regression); 2 bad input (a dataset, "
-              "an agent or a report that cannot be read, or --png without matplotlib); 3 the gates passed but not "
+              "an agent or a report that cannot be read, --png without --baseline or matplotlib, or "
+              "OTEL_SDK_DISABLED=true); 3 the gates passed but not "
               "every span reached the collector.")
+COMPARE_EXIT_CODES = ("Exit status: 0 no case regressed as --fail-on-regression forbids; 1 one did; 2 a report "
+                      "that cannot be read, or --png without matplotlib.")
+GRADE_EXIT_CODES = ("Exit status: 0 the pass rate is at least --min-pass-rate (or none was given); 1 it is under; "
+                    "2 a file, a grader or Jaeger that cannot be read.")
 
 
 @click.group("eval", short_help="Evaluate an agent on a dataset of cases (docs/evals.md).")
@@ -160,6 +167,8 @@ def _exported(console: Console, telemetry: Telemetry | None, spans: int) -> bool
 def _write(console: Console, report: Report, baseline: Report | None, json_out: str | None, junit: str | None) -> None:
     """The table, and the files asked for."""
     console.print(report_table(report, baseline))
+    for line in errors_lines(report):
+        console.print(line)
     if report.cost_exhausted:
         console.print(f"[yellow]--max-cost reached: {report.skipped} trial(s) not run[/]")
     if report.judge_tokens is not None:  # an LLM judge's spend: the experiment's, never the runs'
@@ -200,6 +209,9 @@ def run_cmd(dataset: str, agent_ref: str, repeat: int, concurrency: int, max_cos
     OTEL_EXPORTER_OTLP_ENDPOINT) the runs, grades and metrics are exported there."""
     if png and baseline is None:
         raise click.UsageError("--png draws a comparison: give --baseline REPORT (or use `eval compare`)")
+    if os.environ.get(OTEL_SDK_DISABLED, "").strip().lower() == "true":  # else every trial fails RunNotRecorded
+        raise click.UsageError(f"{OTEL_SDK_DISABLED}=true turns tracing off, and each run is graded from its spans: "
+                               "unset it (--no-export keeps everything in the process)")
     _can_draw(png)
     loaded, agent = _load(dataset, agent_ref)
     before = _read_report(baseline, "--baseline") if baseline is not None else None
@@ -226,7 +238,7 @@ def run_cmd(dataset: str, agent_ref: str, repeat: int, concurrency: int, max_cos
 
 
 @eval_group.command("compare", short_help="Compare two reports: what moved, what k allows one to claim, a PNG.",
-                    epilog=EXIT_CODES)
+                    epilog=COMPARE_EXIT_CODES)
 @click.argument("baseline", type=click.Path(exists=True, dir_okay=False))
 @click.argument("current", type=click.Path(exists=True, dir_okay=False))
 @_comparison_options
@@ -275,7 +287,8 @@ DEFAULT_GRADERS = ("answered", "no_denied_calls", "no_failed_calls", "no_repeate
 """What ``eval grade`` grades by when no ``--grader`` is given."""
 
 
-@eval_group.command("grade", short_help="Grade recorded runs (a trace file or Jaeger) without re-running them.")
+@eval_group.command("grade", short_help="Grade recorded runs (a trace file or Jaeger) without re-running them.",
+                    epilog=GRADE_EXIT_CODES)
 @_recorded_options
 @click.option("--grader", "graders", multiple=True, metavar="MODULE:ATTR",
               help="A grader, or a function making one (repeatable); default: " + ", ".join(DEFAULT_GRADERS) + ".")
@@ -286,8 +299,9 @@ DEFAULT_GRADERS = ("answered", "no_denied_calls", "no_failed_calls", "no_repeate
 def grade_cmd(file: str | None, jaeger_url: str, service: str | None, graders: tuple[str, ...], json_out: str | None,
               gate: float | None, **found: object) -> None:
     """Grade the runs recorded in FILE (OTLP/JSON: `tracedagent demo --out`, a collector's file
-    exporter), or found in Jaeger without FILE, by each --grader. Each grade is also a new
-    `evaluate {grader}` span in the recorded run's trace, wherever this process sends spans."""
+    exporter), or found in Jaeger without FILE, by each --grader. This command exports nothing:
+    to put each grade in the recorded run's trace (a new `evaluate {grader}` span), call
+    `tracedagent.evals.grade_recorded` from a program that calls `tracedagent.configure()`."""
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
@@ -301,6 +315,8 @@ def grade_cmd(file: str | None, jaeger_url: str, service: str | None, graders: t
         console.print("No recorded runs matched.")
     else:
         console.print(report_table(report))
+        for line in errors_lines(report):
+            console.print(line)
     if json_out:
         Path(json_out).write_text(report.to_json() + "\n")
     if gate is not None and report.cases and report.pass_rate < gate:

@@ -48,7 +48,8 @@ def demo_agent(case: Any) -> Agent:
 def demo_cmd(ctx: click.Context, show_path: bool) -> None:
     """Play the shipped demo dataset against the demo's scripted agents: `eval run DATASET
     --agent tracedagent._cli._eval_demo:demo_agent`, which this takes every option of
-    (--repeat, --json, --junit, --gate, ...). Copy the file (--path) to write your own."""
+    (--repeat, --json, --junit, --gate, ...: `tracedagent eval run --help` lists them). Copy the
+    file (--path) to write your own."""
     if show_path:
         click.echo(f"{DATASET}\n--agent {AGENT}")
         return

@@ -14,7 +14,7 @@ from rich.text import Text
 from ..evals import CaseChange, Comparison, Report
 from ._render import text
 
-__all__ = ["report_table", "moved_table", "comparison_line", "claim", "percent"]
+__all__ = ["report_table", "errors_lines", "moved_table", "comparison_line", "claim", "percent"]
 
 
 def percent(value: float) -> str:
@@ -42,6 +42,27 @@ def report_table(report: Report, baseline: Report | None = None) -> Table:
                        else Text("improved", "green") if case.pass_rate > old else Text("="))
         table.add_row(*row, style="" if case.passed else "yellow")
     return table
+
+
+def errors_lines(report: Report, limit: int = 5) -> list[Text]:
+    """Why a run or a grader raised (an agent that cannot be built, a grader needing content the
+    trace lacks): the table says only that it did, and an evaluation that is broken is not an
+    agent that is bad. One line per distinct error, with the cases it hit; at most ``limit``."""
+    seen: dict[tuple[str, str], list[str]] = {}
+    for case in report.cases:
+        for trial in case.trials:
+            found = [("the run", trial.error)] if trial.error else []
+            found += [(f"grader {g.grader}", g.explanation or g.error) for g in trial.grades if g.error]
+            for who, error in found:
+                names = seen.setdefault((who, str(error)), [])
+                if case.name not in names:
+                    names.append(case.name)
+    lines = [text(f"{who} raised {error} ({f'{len(names)} cases, e.g. ' if len(names) > 1 else 'case '}{names[0]})",
+                  "red", limit=None)
+             for (who, error), names in list(seen.items())[:limit]]
+    if len(seen) > limit:
+        lines.append(text(f"... and {len(seen) - limit} more error(s): --json has each", "red", limit=None))
+    return lines
 
 
 def _trials(change: CaseChange) -> str:

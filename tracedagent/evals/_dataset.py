@@ -112,7 +112,8 @@ class Dataset:
         """The dataset's name in reports (JUnit's suite)."""
         names = [g.name for g in self.graders]
         if len(set(names)) != len(names):
-            raise DatasetError(f"two graders share a name in {names}: give one another (Grader name=)")
+            raise DatasetError(f"two graders share a name in {names}: rename one (dataclasses.replace(g, name=...), "
+                               "or name: in a file)")
 
     @classmethod
     def from_traces(cls, source: str | Path | None = None, graders: Iterable[Any] = (), *, name: str | None = None,

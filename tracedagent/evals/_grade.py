@@ -241,8 +241,13 @@ def as_grader(value: Any, *, threshold: float | None = None, name: str | None = 
     return replace(value, name=name) if name else value
 
 
-def grader(name: str | None = None, *, threshold: float = 1.0) -> Callable[[Callable[[GradedRun], GraderResult]], Grader]:
-    """A decorator: ``@grader(threshold=0.8) def polite(run): ...`` makes ``polite`` a ``Grader``."""
+def grader(name: Any = None, *, threshold: float = 1.0) -> Any:
+    """A decorator: ``@grader(threshold=0.8) def polite(run): ...`` makes ``polite`` a ``Grader``;
+    bare ``@grader`` too (threshold 1.0), as a user writes it by habit: without this, the bare form
+    made ``polite`` the inner decorator, failing only later, when graded or loaded from a file."""
+    if callable(name):
+        return as_grader(name, threshold=threshold)
+
     def wrap(check: Callable[[GradedRun], GraderResult]) -> Grader:
         return as_grader(check, threshold=threshold, name=name)
     return wrap

@@ -146,8 +146,8 @@ def recordings(source: str | Path | None = None, **found: Any) -> list[Recording
         try:
             recording = Recording.of(t.spans, agent=view.agent_name if found.get("agent") else None,
                                      source=str(source or found.get("jaeger")))
-        except ReplayError as exc:
-            raise RecordedRunsError(str(exc)) from None
+        except ReplayError as exc:  # which run: a search finds many, and the error alone may not say
+            raise RecordedRunsError(f"run of {view.agent_name!r} in trace {view.trace_id}: {exc}") from None
         made.append(recording)
     return made
 
