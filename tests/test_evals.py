@@ -139,6 +139,15 @@ def test_max_cost_stops_starting_runs_and_says_how_many_were_skipped():
     report = Dataset(CASES, [answered()]).evaluate(make, repeat=2, max_cost=0.000001, recorder=recorder)
     assert report.cost_exhausted and report.skipped == 5
     assert sum(len(c.trials) for c in report.cases) == 1
+    # pass@2 of one trial is not defined: the report still writes (a baseline), that figure None
+    assert report.pass_at() is None and report.pass_hat() is None and report.pass_at(1) == 1.0
+    assert Report.from_json(report.to_json()).skipped == 5
+
+
+def test_a_report_with_no_trial_run_still_writes():
+    report = Dataset(CASES, [answered()]).evaluate(Agent(FakeModel(["A1 shipped."])), max_cost=0)
+    assert report.skipped == len(CASES) and not report.trials
+    assert json.loads(report.to_json())["pass_at_k"] is None
 
 
 # --- grades in the telemetry ---------------------------------------------------------------

@@ -243,13 +243,16 @@ class Report:
         """The mean of the cases' pass rates (each case weighs the same however many trials ran)."""
         return statistics.fmean(c.pass_rate for c in self.cases) if self.cases else 0.0
 
-    def pass_at(self, k: int | None = None) -> float:
-        """The mean pass@k over the cases (default k: ``repeat``)."""
-        return statistics.fmean(c.pass_at(k or self.repeat) for c in self.cases if c.trials) if self.cases else 0.0
+    def pass_at(self, k: int | None = None) -> float | None:
+        """The mean pass@k over the cases with at least k trials (default k: ``repeat``); ``None``
+        when none has (``max_cost`` skipped trials: k of fewer trials is not defined)."""
+        rates = [c.pass_at(k or self.repeat) for c in self.cases if len(c.trials) >= (k or self.repeat)]
+        return statistics.fmean(rates) if rates else None
 
-    def pass_hat(self, k: int | None = None) -> float:
-        """The mean pass^k over the cases (default k: ``repeat``)."""
-        return statistics.fmean(c.pass_hat(k or self.repeat) for c in self.cases if c.trials) if self.cases else 0.0
+    def pass_hat(self, k: int | None = None) -> float | None:
+        """The mean pass^k over the cases with at least k trials (default k: ``repeat``); ``None`` when none has."""
+        rates = [c.pass_hat(k or self.repeat) for c in self.cases if len(c.trials) >= (k or self.repeat)]
+        return statistics.fmean(rates) if rates else None
 
     @property
     def judge_tokens(self) -> int | None:
