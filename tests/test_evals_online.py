@@ -214,6 +214,23 @@ def test_close_grades_what_is_queued_then_stops_the_thread():
     assert grading.flush(FLUSH) and len(rec.spans("evaluate answered")) == 2
 
 
+def test_close_returns_at_its_timeout_when_a_grader_never_returns_and_the_queue_is_full():
+    rec = Recorder()
+    release = threading.Event()
+    grading = online(rec, [lambda run: release.wait(FLUSH)], max_pending=1)
+    agent = shop(rec, grading, turns=2)
+    agent.run("where is A1?")  # being graded
+    agent.run("where is A1?")  # queued: the queue is full
+    closing = threading.Thread(target=grading.close, args=(0.05,), daemon=True)
+    closing.start()
+    closing.join(FLUSH / 2)
+    hung = closing.is_alive()
+    release.set()
+    assert not hung, "close(timeout) blocked on a full queue"
+    assert grading.flush(FLUSH) and len([s for s in rec.spans() if s.name.startswith("evaluate ")]) == 2
+    assert grading.close(FLUSH)
+
+
 def test_evaluate_grades_every_run_whatever_the_sample():
     rec = Recorder()
     dataset = Dataset(cases=[Case(task="where is A1?")], graders=[sampled(answered(), 0.0)])

@@ -204,12 +204,19 @@ class OnlineGrading:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
     def close(self, timeout: float | None = None) -> bool:
-        """Grade what is queued (``flush``), then stop the thread; a later run starts a new one."""
+        """Grade what is queued (``flush``), then stop the thread; a later run starts a new one.
+        ``False`` when the queue was not graded in time: a queue still full (a grader that never
+        returns) keeps its thread, never blocks ``close`` past ``timeout``."""
         flushed = self.flush(timeout)
         with self._idle:
             worker, self._worker = self._worker, None
         if worker is not None:  # it ends after what is queued (outside the lock: the worker takes it to go on)
-            self._queue.put(None)
+            try:
+                self._queue.put_nowait(None)
+            except queue.Full:
+                with self._idle:
+                    self._worker = self._worker or worker
+                return False
         return flushed
 
     def __repr__(self) -> str:
