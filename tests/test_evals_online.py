@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+from dataclasses import replace
 
 import pytest
 from opentelemetry.trace import format_trace_id
 
 from tracedagent import Agent, Budget, Stop, tool
-from tracedagent.evals import (Grade, Grader, OnlineGrading, SpansNotKept, answered, evaluate, grader,
+from tracedagent.evals import (Grade, Grader, OnlineGrading, SpansNotKept, answered, context_growth_under, evaluate, grader,
                                no_failed_calls, sampled, steps_under, tokens_under, tool_success_rate,
                                trajectory_contains)
 from tracedagent.evals import Case, Dataset
@@ -181,6 +182,23 @@ def test_a_grader_online_reads_the_run_its_task_and_output_as_evaluate_does():
     assert seen["duration"] > 0 and seen["attributes"] == {"team": "support"}
     (g,) = rec.spans("evaluate look")
     assert g.attributes["gen_ai.evaluation.score.label"] == "half" and g.attributes["tracedagent.evaluation.passed"]
+
+
+def test_context_growth_is_graded_online_as_evaluate_grades_it():
+    """Online only the run span is kept: the context's sizes come from the Run's own steps, the
+    numbers its chat spans carried, so the grade is evaluate's (it was a SpansNotKept failure)."""
+    growth = [context_growth_under(1.0), replace(context_growth_under(tokens=10_000), name="by_tokens")]
+    rec = Recorder()
+    grading = online(rec, growth)
+    shop(rec, grading).run("where is A1?")
+    assert grading.flush(FLUSH)
+    live = {s.attributes["gen_ai.evaluation.name"]: s for s in rec.spans() if s.name.startswith("evaluate ")}
+    offline = Recorder()
+    [trial] = Dataset(["where is A1?"], growth).evaluate(shop(offline, None), recorder=offline).trials
+    assert [g.passed for g in trial.grades] == [False, True] and "grew" in trial.grades[0].explanation
+    assert [(live[g.grader].attributes["tracedagent.evaluation.passed"],
+             live[g.grader].attributes.get("gen_ai.evaluation.explanation")) for g in trial.grades] == \
+        [(g.passed, g.explanation) for g in trial.grades]
 
 
 def test_a_stopped_run_is_graded_and_an_unrecorded_one_is_counted():

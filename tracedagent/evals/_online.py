@@ -37,21 +37,15 @@ from .._core._run import Run
 from .._testing._views import RunView
 from .._version import __version__
 from ._experiment import grade_trial
-from ._grade import GradedRun, Grader, as_grader
+from ._grade import GradedRun, Grader, SpansNotKept, as_grader
 from ._telemetry import GradeTelemetry
 
-__all__ = ["OnlineGrading", "OnlineCounts", "SpansNotKept", "LiveRunView", "sampled"]
+__all__ = ["OnlineGrading", "OnlineCounts", "LiveRunView", "sampled"]
 
 _log = logging.getLogger(__name__)
 
 AT_EXIT_TIMEOUT = 5.0
 """Seconds the interpreter's exit waits for pending grades (each ``OnlineGrading``)."""
-
-
-class SpansNotKept(LookupError):
-    """An online grader asked for the spans under the run span (``spans()``, the chat or tool
-    spans), which were exported as the run went: grade those with ``evaluate`` or from the
-    trace (``grade_recorded``)."""
 
 
 def sampled(g: Any, rate: float) -> Grader:
