@@ -307,3 +307,40 @@ def test_the_interpreters_exit_waits_for_pending_grades():
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["returned", "0", "grades", "1"], done.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork is POSIX's")
+def test_a_forked_child_grades_its_own_runs_not_the_parents_queued_ones():
+    """A fork copies the queue and the pending count: the child must not grade the parent's runs
+    a second time (their grades are the parent's to make), nor wait on them in flush()."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import os, threading, warnings
+        warnings.simplefilter("ignore")
+        from tracedagent import Agent
+        from tracedagent.evals import OnlineGrading
+        from tracedagent.testing import FakeModel, Recorder
+        rec = Recorder()
+        release = threading.Event()
+        grading = OnlineGrading([lambda run: release.wait(10)], **rec.providers)
+        agent = Agent(FakeModel(["hi"] * 3), graders=grading, **rec.providers)
+        agent.run("one")  # being graded
+        agent.run("two")  # queued when the process forks
+        pid = os.fork()
+        if pid == 0:
+            release.set()
+            flushed_at_once = grading.flush(0.5)
+            before = len(rec.spans())
+            agent.run("three")
+            grading.flush(10)
+            graded = [s for s in rec.spans()[before:] if s.name.startswith("evaluate ")]
+            print("child", flushed_at_once, len(graded), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        release.set()
+        print("parent", grading.flush(10), len([s for s in rec.spans() if s.name.startswith("evaluate ")]), flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert sorted(done.stdout.split("\n")[:2]) == ["child True 1", "parent True 2"], (done.stdout, done.stderr)

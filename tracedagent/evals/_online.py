@@ -10,6 +10,7 @@ grade) and reports each grade as ``evaluate`` reports it (an ``evaluate {grader}
 the run's span, in its trace, with the ``gen_ai.evaluation.result`` event, and the metrics).
 A full queue drops the run's grading, counted (``counts.dropped``, the
 ``tracedagent.evaluation.dropped`` metric) and logged once: grading never makes a run wait.
+A forked child starts with an empty queue: the parent's queued runs are graded once, by the parent.
 
 Online, a run's spans have been exported: the graded view is built from the ``Run`` and its
 ended run span (``LiveRunView``), and a grader asking for the spans under it gets
@@ -22,11 +23,13 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import queue
 import random
 import threading
 import weakref
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Iterable
 
 from opentelemetry import metrics, trace
@@ -137,6 +140,16 @@ class OnlineGrading:
         self._idle = threading.Condition()
         self._worker: threading.Thread | None = None
         atexit.register(_flush_at_exit, weakref.ref(self))
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=partial(_forked, weakref.ref(self)))
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's queued runs are the parent's to grade (graded here too
+        they would be graded twice), and its locks may have been held by a thread the child lacks."""
+        self._queue = queue.Queue(self._queue.maxsize)
+        self._idle = threading.Condition()
+        self._pending = 0
+        self._worker = None
 
     @property
     def counts(self) -> OnlineCounts:
@@ -215,6 +228,12 @@ class OnlineGrading:
 
     def __repr__(self) -> str:
         return f"<OnlineGrading graders={[g.name for g in self.graders]} {self.counts}>"
+
+
+def _forked(ref: weakref.ref[OnlineGrading]) -> None:
+    grading = ref()
+    if grading is not None:
+        grading._after_fork()
 
 
 def _flush_at_exit(ref: weakref.ref[OnlineGrading]) -> None:
