@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Iterable
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk.trace import ReadableSpan
 
 from .._core import _names as N
@@ -117,12 +117,14 @@ class OnlineGrading:
     ``graders``: ``Grader`` objects or plain callables (``sampled(g, rate)`` for a share of
     runs). ``max_pending``: runs waiting to be graded before more are dropped. ``rng``: the
     random source sampling draws from (seed it for tests). ``tracer_provider`` /
-    ``meter_provider``: where grades go (default: the global ones, as ``configure()`` sets).
+    ``meter_provider`` / ``logger_provider``: where grades go (default: the global ones, as
+    ``configure()`` sets), the last for the grades' ``gen_ai.evaluation.result`` log records.
     """
 
     def __init__(self, graders: Iterable[Any], *, max_pending: int = 1000, rng: random.Random | None = None,
                  tracer_provider: trace.TracerProvider | None = None,
-                 meter_provider: metrics.MeterProvider | None = None) -> None:
+                 meter_provider: metrics.MeterProvider | None = None,
+                 logger_provider: _logs.LoggerProvider | None = None) -> None:
         self.graders = [as_grader(g) for g in graders]
         for g in self.graders:
             if not 0.0 <= g.sample <= 1.0:
@@ -131,7 +133,7 @@ class OnlineGrading:
             raise ValueError(f"max_pending is at least 1, not {max_pending}")
         self._draw = (rng or random.Random()).random
         self._queue: queue.Queue[tuple[Run, ReadableSpan, list[Grader]] | None] = queue.Queue(max_pending)
-        self._providers = (tracer_provider, meter_provider)
+        self._providers = (tracer_provider, meter_provider, logger_provider)
         self._telemetry: GradeTelemetry | None = None  # made by the worker, on its first run
         self._dropped = metrics.get_meter(N.TRACER_NAME, __version__, meter_provider).create_counter(
             N.METRIC_EVALUATION_DROPPED, unit="{run}", description="Runs whose online grading was dropped: its queue was full.")
