@@ -14,7 +14,8 @@ from opentelemetry.trace import format_trace_id
 
 from tracedagent import Agent, Registry, tool
 from tracedagent.evals import (Case, CaseResult, ContentNotRecorded, Dataset, DatasetError, Grade, GradedRun,
-                               Report, TrialResult, answered, grader, output_contains, stop_reason_in, steps_under)
+                               Report, TrialResult, answered, grade_recorded, grader, output_contains, stop_reason_in,
+                               steps_under)
 from tracedagent.evals._report import GradeResult, distribution, pass_at_k, pass_hat_k
 from tracedagent.testing import FakeModel, Recorder, play, tool_call
 
@@ -324,3 +325,22 @@ def test_a_lambda_grader_cannot_be_saved_and_says_why(tmp_path):
 def test_two_graders_with_one_name_are_refused():
     with pytest.raises(DatasetError, match="share a name"):
         Dataset(["t"], [answered(), answered()])
+
+
+
+def test_two_cases_of_one_name_are_a_named_error_not_one_case_hiding_the_other():
+    """A report's cases are compared by name: two of one name would be one in a comparison."""
+    with pytest.raises(DatasetError, match=r"two cases share a name \(\['refund'\]\)"):
+        Dataset([Case(task="a", name="refund"), Case(task="b", name="refund")])
+    with pytest.raises(DatasetError, match="case-1"):  # a name given, and an unnamed case's
+        Dataset([Case(task="a", name="case-1"), Case(task="b")])
+
+
+def test_recorded_runs_of_one_agent_in_one_trace_are_each_a_case_of_their_own():
+    recorder = Recorder()
+    played = play(Agent(FakeModel(["A1 shipped."]), name="shop", **recorder.providers), "where?", recorder=recorder)
+    report = grade_recorded(None, [answered()], runs=[played.view, played.view],
+                            tracer_provider=recorder.tracer_provider)
+    name = f"shop {played.view.trace_id}"
+    assert [c.name for c in report.cases] == [name, f"{name} #2"]
+    assert len(report.compare(report).unchanged) == 2

@@ -13,7 +13,7 @@ from xml.etree import ElementTree as ET
 from ._stats import ALPHA, fisher_exact, newcombe_interval, trials_to_tell, wilson_interval
 
 __all__ = ["GradeResult", "TrialResult", "CaseResult", "Report", "CaseChange", "Comparison", "pass_at_k",
-           "pass_hat_k", "distribution"]
+           "pass_hat_k", "distribution", "numbered"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -30,6 +30,18 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     if k > n or k < 1:
         raise ValueError(f"k={k} needs 1 <= k <= n={n} trials")
     return math.comb(c, k) / math.comb(n, k)
+
+
+def numbered(names: Sequence[str]) -> list[str]:
+    """``names`` each unique, a repeat numbered (``name #2``): a report's cases are compared by
+    name, and two of one name would be one in a comparison (runs of a sub-agent called twice in
+    one trace share ``{agent} {trace id}``)."""
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return unique
 
 
 def _change(name: str, old: CaseResult, new: CaseResult, alpha: float) -> CaseChange:
