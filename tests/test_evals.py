@@ -13,7 +13,7 @@ import pytest
 from opentelemetry.trace import format_trace_id
 
 from tracedagent import Agent, Registry, tool
-from tracedagent.evals import (Case, CaseResult, ContentNotRecorded, Dataset, DatasetError, Grade, GradedRun,
+from tracedagent.evals import (Case, CaseResult, ContentNotRecorded, Dataset, DatasetError, Grade, GradedRun, Grader,
                                Report, TrialResult, answered, grade_recorded, grader, output_contains, stop_reason_in,
                                steps_under)
 from tracedagent.evals._report import GradeResult, distribution, pass_at_k, pass_hat_k
@@ -193,6 +193,21 @@ def test_a_raising_grader_marks_its_span_an_error():
     Dataset([CASES[0]], [broken]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder)
     (span,) = recorder.spans("evaluate broken")
     assert span.attributes["error.type"] == "ValueError" and span.status.description == "ValueError: boom"
+
+
+def test_a_grades_words_and_its_graders_name_are_bounded_and_encodable_on_its_span():
+    """A judge model's label may hold a lone surrogate (JSON's "\\ud800"), which the OTLP encoder
+    would drop the attribute for; a grader's name comes from a file: both bounded like any name."""
+    odd = Grader(check=lambda run: Grade(score=1.0, label="ok\ud800", explanation="why\ud800"), name="n" * 5000)
+    recorder = Recorder()
+    Dataset([CASES[0]], [odd]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder)
+    (span,) = [s for s in recorder.spans() if s.name.startswith("evaluate ")]
+    attributes = span.attributes
+    assert attributes["gen_ai.evaluation.score.label"] == "ok\ufffd"
+    assert attributes["gen_ai.evaluation.explanation"] == "why\ufffd"
+    assert len(attributes["gen_ai.evaluation.name"]) < 5000 and len(span.name) < 5000
+    name = {"gen_ai.evaluation.name": attributes["gen_ai.evaluation.name"]}
+    assert recorder.metric("tracedagent.evaluation.grades", **name) == 1
 
 
 # --- a recorded run ------------------------------------------------------------------------

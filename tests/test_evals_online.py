@@ -13,8 +13,8 @@ import pytest
 from opentelemetry.trace import format_trace_id
 
 from tracedagent import Agent, Budget, Stop, tool
-from tracedagent.evals import (Grade, Grader, OnlineGrading, SpansNotKept, answered, context_growth_under, evaluate, grader,
-                               no_failed_calls, sampled, steps_under, tokens_under, tool_success_rate,
+from tracedagent.evals import (Grade, Grader, OnlineGrading, SpansNotKept, answered, context_growth_under, evaluate,
+                               grader, no_failed_calls, sampled, steps_under, tokens_under, tool_success_rate,
                                trajectory_contains)
 from tracedagent.evals import Case, Dataset
 from tracedagent.testing import FakeModel, Recorder, tool_call

@@ -29,6 +29,8 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import NonRecordingSpan, Status, StatusCode
 
 from .._core import _names as N
+from .._instrumentation._content import encodable, truncate
+from .._instrumentation._telemetry import bounded
 from .._version import __version__
 from ._grade import Grade, GradedRun, Grader
 
@@ -42,8 +44,9 @@ GRADING = otel_context.create_key("tracedagent.grading")
 
 
 def _cut(text: str) -> str:
-    limit = N.MAX_EXPLANATION_LENGTH
-    return text if len(text) <= limit else text[: limit - len(N.TRUNCATION_MARK)] + N.TRUNCATION_MARK
+    """A grader's (or a judge model's) words, bounded and encodable: a lone surrogate would cost
+    the span the attribute (the OTLP encoder drops it)."""
+    return encodable(truncate(text, N.MAX_EXPLANATION_LENGTH))
 
 
 class GradeTelemetry:
@@ -66,7 +69,7 @@ class GradeTelemetry:
     @staticmethod
     def attributes(g: Grader, grade: Grade) -> dict[str, Any]:
         """The ``gen_ai.evaluation.result`` event's attributes (and the span's)."""
-        found: dict[str, Any] = {N.GEN_AI_EVALUATION_NAME: g.name}
+        found: dict[str, Any] = {N.GEN_AI_EVALUATION_NAME: bounded(g.name)}
         if grade.score is not None:
             found[N.GEN_AI_EVALUATION_SCORE_VALUE] = float(grade.score)
         if grade.label is not None:
@@ -105,9 +108,9 @@ class GradeTelemetry:
         span = token = None
         try:
             parent = trace.set_span_in_context(NonRecordingSpan(graded.span_context))
-            span = self.tracer.start_span(f"{N.EVALUATION_SPAN_PREFIX} {g.name}", context=parent,
+            span = self.tracer.start_span(f"{N.EVALUATION_SPAN_PREFIX} {bounded(g.name)}", context=parent,
                                           kind=trace.SpanKind.INTERNAL,
-                                          attributes={**graded.attributes, N.GEN_AI_EVALUATION_NAME: g.name,
+                                          attributes={**graded.attributes, N.GEN_AI_EVALUATION_NAME: bounded(g.name),
                                                       N.EVALUATION_THRESHOLD: float(g.threshold)})
             token = otel_context.attach(otel_context.set_value(GRADING, self, trace.set_span_in_context(span)))
         except Exception:  # noqa: BLE001 - a grade's telemetry never fails the evaluation
@@ -125,10 +128,10 @@ class GradeTelemetry:
             if span is not None:
                 self._end(g, span, grade)
             if grade is not None:
-                labels = {N.GEN_AI_EVALUATION_NAME: g.name, N.EVALUATION_PASSED: bool(grade.passed)}
+                labels = {N.GEN_AI_EVALUATION_NAME: bounded(g.name), N.EVALUATION_PASSED: bool(grade.passed)}
                 self.grades.add(1, labels)
                 if grade.score is not None:
-                    self.scores.record(float(grade.score), {N.GEN_AI_EVALUATION_NAME: g.name})
+                    self.scores.record(float(grade.score), {N.GEN_AI_EVALUATION_NAME: labels[N.GEN_AI_EVALUATION_NAME]})
         except Exception:  # noqa: BLE001 - a grade's telemetry never fails the evaluation
             _log.warning("could not report grade %s of trace %s", g.name, graded.trace_id, exc_info=True)
 
