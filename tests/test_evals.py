@@ -151,6 +151,18 @@ def test_a_report_with_no_trial_run_still_writes():
     assert json.loads(report.to_json())["pass_at_k"] is None
 
 
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_runs_go_in_the_callers_context_whatever_the_concurrency(concurrency):
+    """An experiment under a span of yours: each run is its child, in a worker thread or not."""
+    recorder = Recorder()
+    with recorder.tracer_provider.get_tracer("test").start_as_current_span("experiment") as parent:
+        Dataset(CASES, [answered()]).evaluate(scripted(recorder, {"good": ["ok"], "bad": ["ok"], "flaky": ["ok"]}),
+                                              concurrency=concurrency, recorder=recorder)
+    runs = [s for s in recorder.spans() if s.name.startswith("invoke_agent")]
+    assert len(runs) == len(CASES)
+    assert {r.parent.span_id if r.parent else None for r in runs} == {parent.get_span_context().span_id}
+
+
 # --- grades in the telemetry ---------------------------------------------------------------
 
 def test_each_grade_is_a_span_in_the_graded_runs_trace_with_the_evaluation_event():
