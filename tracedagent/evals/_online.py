@@ -29,7 +29,6 @@ import random
 import threading
 import weakref
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any, Iterable
 
 from opentelemetry import _logs, metrics, trace
@@ -142,8 +141,7 @@ class OnlineGrading:
         self._idle = threading.Condition()
         self._worker: threading.Thread | None = None
         atexit.register(_flush_at_exit, weakref.ref(self))
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(after_in_child=partial(_forked, weakref.ref(self)))
+        _LIVE.add(self)  # a forked child resets it (_after_fork)
 
     def _after_fork(self) -> None:
         """In a forked child: the parent's queued runs are the parent's to grade (graded here too
@@ -232,10 +230,17 @@ class OnlineGrading:
         return f"<OnlineGrading graders={[g.name for g in self.graders]} {self.counts}>"
 
 
-def _forked(ref: weakref.ref[OnlineGrading]) -> None:
-    grading = ref()
-    if grading is not None:
+_LIVE: weakref.WeakSet[OnlineGrading] = weakref.WeakSet()
+"""Every ``OnlineGrading`` alive: one fork hook for them all (a hook cannot be unregistered)."""
+
+
+def _forked() -> None:
+    for grading in list(_LIVE):
         grading._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def _flush_at_exit(ref: weakref.ref[OnlineGrading]) -> None:
