@@ -222,6 +222,21 @@ def test_a_grades_words_and_its_graders_name_are_bounded_and_encodable_on_its_sp
     assert recorder.metric("tracedagent.evaluation.grades", **name) == 1
 
 
+def test_a_failing_meter_provider_costs_the_grades_their_metrics_never_the_evaluation():
+    from opentelemetry.metrics import MeterProvider
+
+    class Broken(MeterProvider):
+        def get_meter(self, *args, **kwargs):
+            raise RuntimeError("meter down")
+
+    recorder = Recorder()
+    report = Dataset([CASES[0]], [answered()]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder,
+                                                        meter_provider=Broken())
+    [trial] = report.trials
+    assert trial.error is None and trial.passed
+    assert recorder.spans("evaluate answered")  # the grade's span and event still there
+
+
 # --- a recorded run ------------------------------------------------------------------------
 
 def test_a_recorded_run_without_content_says_so_when_a_grader_asks_for_its_output():

@@ -30,7 +30,7 @@ from opentelemetry.trace import NonRecordingSpan, Status, StatusCode
 
 from .._core import _names as N
 from .._instrumentation._content import encodable, truncate
-from .._instrumentation._telemetry import bounded
+from .._instrumentation._telemetry import bounded, guard
 from .._version import __version__
 from ._grade import Grade, GradedRun, Grader
 
@@ -57,14 +57,24 @@ class GradeTelemetry:
                  logger_provider: _logs.LoggerProvider | None = None) -> None:
         self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
         """The providers given (``None``: the global ones), which a judge's calls report to too."""
-        self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
-        self.logger = _logs.get_logger(N.TRACER_NAME, __version__, logger_provider)
-        meter = metrics.get_meter(N.TRACER_NAME, __version__, meter_provider)
-        self.grades = meter.create_counter(N.METRIC_EVALUATION_GRADES, unit="{grade}",
-                                           description="Grades of agent runs, by grader and whether they passed.")
-        self.scores = meter.create_histogram(N.METRIC_EVALUATION_SCORE, unit="1",
-                                             description="Grade scores in [0, 1], by grader.",
-                                             explicit_bucket_boundaries_advisory=N.EVALUATION_SCORE_BUCKETS)
+        # a provider that fails costs the grades that part of their telemetry, never the grading
+        self.tracer: trace.Tracer = trace.NoOpTracer()
+        self.logger: _logs.Logger = _logs.NoOpLogger(N.TRACER_NAME)
+        self.grades, self.scores = self._instruments(metrics.NoOpMeter(N.TRACER_NAME))
+        with guard("getting the grades' tracer"):
+            self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
+        with guard("getting the grades' logger"):
+            self.logger = _logs.get_logger(N.TRACER_NAME, __version__, logger_provider)
+        with guard("creating the grades' metric instruments"):
+            self.grades, self.scores = self._instruments(metrics.get_meter(N.TRACER_NAME, __version__, meter_provider))
+
+    @staticmethod
+    def _instruments(meter: metrics.Meter) -> tuple[metrics.Counter, metrics.Histogram]:
+        grades = meter.create_counter(N.METRIC_EVALUATION_GRADES, unit="{grade}",
+                                      description="Grades of agent runs, by grader and whether they passed.")
+        scores = meter.create_histogram(N.METRIC_EVALUATION_SCORE, unit="1", description="Grade scores in [0, 1], by grader.",
+                                        explicit_bucket_boundaries_advisory=N.EVALUATION_SCORE_BUCKETS)
+        return grades, scores
 
     @staticmethod
     def attributes(g: Grader, grade: Grade) -> dict[str, Any]:
