@@ -301,6 +301,21 @@ def test_a_report_round_trips_through_json_and_writes_junit():
     assert suite.find("testcase[@name='good']/failure") is None
 
 
+def test_junit_holds_words_xml_cannot_as_a_replacement_character():
+    """A judge's explanation or a case name with a control character or a lone surrogate: the
+    JUnit file still parses (and encodes as UTF-8) for the CI that reads it."""
+    words = "bad \x1b[31m\x00 \ud800 é"
+    trial = TrialResult(trace_id="x", stop_reason="answered", grades=[GradeResult(grader="g", passed=False,
+                                                                                 explanation=words)])
+    report = Report(cases=[CaseResult(name="bell\x07", task="t", trials=[trial])], graders=["g"], repeat=1)
+    [case] = ET.fromstring(report.to_junit().encode("utf-8"))
+    assert case.get("name") == "bell\ufffd"
+    assert case.find("failure").text.endswith("g: bad \ufffd[31m\ufffd \ufffd é")
+    # the JSON keeps the words as they were, in a file UTF-8 can write
+    again = Report.from_json(report.to_json().encode("utf-8").decode("utf-8"))
+    assert again.cases[0].trials[0].grades[0].explanation == words and again.cases[0].name == "bell\x07"
+
+
 # --- datasets saved and loaded -------------------------------------------------------------
 
 def polite(run: GradedRun) -> bool:
