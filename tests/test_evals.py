@@ -222,6 +222,21 @@ def test_a_grades_words_and_its_graders_name_are_bounded_and_encodable_on_its_sp
     assert recorder.metric("tracedagent.evaluation.grades", **name) == 1
 
 
+def test_an_explanation_withheld_from_the_span_is_withheld_from_its_status_and_log_record_too():
+    """explanation_on_span=False (an LLM judge's words without capture): not on the span's
+    attributes, its event, its status description or its log record; the report has it."""
+    quoting = Grader(check=lambda run: Grade(score=0.0, error="Refused", explanation="it said A1 shipped",
+                                             explanation_on_span=False), name="quoting")
+    recorder = Recorder()
+    report = Dataset([CASES[0]], [quoting]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder)
+    assert report.trials[0].grades[0].explanation == "it said A1 shipped"
+    (span,) = recorder.spans("evaluate quoting")
+    (record,) = recorder.log_records("gen_ai.evaluation.result")
+    told = [span.status.description, *map(str, span.attributes.values()), *map(str, span.events[0].attributes.values()),
+            *map(str, record.log_record.attributes.values())]
+    assert span.status.description == "Refused" and not any("A1" in t for t in told)
+
+
 def test_a_failing_meter_provider_costs_the_grades_their_metrics_never_the_evaluation():
     from opentelemetry.metrics import MeterProvider
 

@@ -158,7 +158,8 @@ class GradeTelemetry:
             span.add_event(N.EVALUATION_RESULT_EVENT, attributes=event)
             self._log_event(span, event)
             if grade.error is not None:
-                span.set_status(Status(StatusCode.ERROR, _cut(grade.explanation or grade.error)))
+                shown = grade.explanation if grade.explanation_on_span else None  # withheld: withheld here too
+                span.set_status(Status(StatusCode.ERROR, _cut(shown or grade.error)))
         finally:
             span.end()
 
