@@ -14,7 +14,8 @@ from opentelemetry.trace import format_trace_id
 
 from tracedagent import Agent, Registry, tool
 from tracedagent.evals import (Case, CaseResult, ContentNotRecorded, Dataset, DatasetError, Grade, GradedRun, Grader,
-                               Report, TrialResult, answered, grader, output_contains, stop_reason_in, steps_under)
+                               Report, TrialResult, answered, grade_recorded, grader, output_contains, stop_reason_in,
+                               steps_under)
 from tracedagent.evals._report import GradeResult, distribution, pass_at_k, pass_hat_k
 from tracedagent.testing import FakeModel, Recorder, play, tool_call
 
@@ -139,6 +140,27 @@ def test_max_cost_stops_starting_runs_and_says_how_many_were_skipped():
     report = Dataset(CASES, [answered()]).evaluate(make, repeat=2, max_cost=0.000001, recorder=recorder)
     assert report.cost_exhausted and report.skipped == 5
     assert sum(len(c.trials) for c in report.cases) == 1
+    # pass@2 of one trial is not defined: the report still writes (a baseline), that figure None
+    assert report.pass_at() is None and report.pass_hat() is None and report.pass_at(1) == 1.0
+    assert Report.from_json(report.to_json()).skipped == 5
+
+
+def test_a_report_with_no_trial_run_still_writes():
+    report = Dataset(CASES, [answered()]).evaluate(Agent(FakeModel(["A1 shipped."])), max_cost=0)
+    assert report.skipped == len(CASES) and not report.trials
+    assert json.loads(report.to_json())["pass_at_k"] is None
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_runs_go_in_the_callers_context_whatever_the_concurrency(concurrency):
+    """An experiment under a span of yours: each run is its child, in a worker thread or not."""
+    recorder = Recorder()
+    with recorder.tracer_provider.get_tracer("test").start_as_current_span("experiment") as parent:
+        Dataset(CASES, [answered()]).evaluate(scripted(recorder, {"good": ["ok"], "bad": ["ok"], "flaky": ["ok"]}),
+                                              concurrency=concurrency, recorder=recorder)
+    runs = [s for s in recorder.spans() if s.name.startswith("invoke_agent")]
+    assert len(runs) == len(CASES)
+    assert {r.parent.span_id if r.parent else None for r in runs} == {parent.get_span_context().span_id}
 
 
 # --- grades in the telemetry ---------------------------------------------------------------
@@ -183,6 +205,51 @@ def test_a_raising_grader_marks_its_span_an_error():
     Dataset([CASES[0]], [broken]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder)
     (span,) = recorder.spans("evaluate broken")
     assert span.attributes["error.type"] == "ValueError" and span.status.description == "ValueError: boom"
+
+
+def test_a_grades_words_and_its_graders_name_are_bounded_and_encodable_on_its_span():
+    """A judge model's label may hold a lone surrogate (JSON's "\\ud800"), which the OTLP encoder
+    would drop the attribute for; a grader's name comes from a file: both bounded like any name."""
+    odd = Grader(check=lambda run: Grade(score=1.0, label="ok\ud800", explanation="why\ud800"), name="n" * 5000)
+    recorder = Recorder()
+    Dataset([CASES[0]], [odd]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder)
+    (span,) = [s for s in recorder.spans() if s.name.startswith("evaluate ")]
+    attributes = span.attributes
+    assert attributes["gen_ai.evaluation.score.label"] == "ok\ufffd"
+    assert attributes["gen_ai.evaluation.explanation"] == "why\ufffd"
+    assert len(attributes["gen_ai.evaluation.name"]) < 5000 and len(span.name) < 5000
+    name = {"gen_ai.evaluation.name": attributes["gen_ai.evaluation.name"]}
+    assert recorder.metric("tracedagent.evaluation.grades", **name) == 1
+
+
+def test_an_explanation_withheld_from_the_span_is_withheld_from_its_status_and_log_record_too():
+    """explanation_on_span=False (an LLM judge's words without capture): not on the span's
+    attributes, its event, its status description or its log record; the report has it."""
+    quoting = Grader(check=lambda run: Grade(score=0.0, error="Refused", explanation="it said A1 shipped",
+                                             explanation_on_span=False), name="quoting")
+    recorder = Recorder()
+    report = Dataset([CASES[0]], [quoting]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder)
+    assert report.trials[0].grades[0].explanation == "it said A1 shipped"
+    (span,) = recorder.spans("evaluate quoting")
+    (record,) = recorder.log_records("gen_ai.evaluation.result")
+    told = [span.status.description, *map(str, span.attributes.values()), *map(str, span.events[0].attributes.values()),
+            *map(str, record.log_record.attributes.values())]
+    assert span.status.description == "Refused" and not any("A1" in t for t in told)
+
+
+def test_a_failing_meter_provider_costs_the_grades_their_metrics_never_the_evaluation():
+    from opentelemetry.metrics import MeterProvider
+
+    class Broken(MeterProvider):
+        def get_meter(self, *args, **kwargs):
+            raise RuntimeError("meter down")
+
+    recorder = Recorder()
+    report = Dataset([CASES[0]], [answered()]).evaluate(scripted(recorder, {"good": ["ok"]}), recorder=recorder,
+                                                        meter_provider=Broken())
+    [trial] = report.trials
+    assert trial.error is None and trial.passed
+    assert recorder.spans("evaluate answered")  # the grade's span and event still there
 
 
 # --- a recorded run ------------------------------------------------------------------------
@@ -247,6 +314,21 @@ def test_a_report_round_trips_through_json_and_writes_junit():
     failure = suite.find("testcase[@name='bad']/failure")
     assert failure is not None and "output_contains" in failure.text
     assert suite.find("testcase[@name='good']/failure") is None
+
+
+def test_junit_holds_words_xml_cannot_as_a_replacement_character():
+    """A judge's explanation or a case name with a control character or a lone surrogate: the
+    JUnit file still parses (and encodes as UTF-8) for the CI that reads it."""
+    words = "bad \x1b[31m\x00 \ud800 é"
+    trial = TrialResult(trace_id="x", stop_reason="answered", grades=[GradeResult(grader="g", passed=False,
+                                                                                 explanation=words)])
+    report = Report(cases=[CaseResult(name="bell\x07", task="t", trials=[trial])], graders=["g"], repeat=1)
+    [case] = ET.fromstring(report.to_junit().encode("utf-8"))
+    assert case.get("name") == "bell\ufffd"
+    assert case.find("failure").text.endswith("g: bad \ufffd[31m\ufffd \ufffd é")
+    # the JSON keeps the words as they were, in a file UTF-8 can write
+    again = Report.from_json(report.to_json().encode("utf-8").decode("utf-8"))
+    assert again.cases[0].trials[0].grades[0].explanation == words and again.cases[0].name == "bell\x07"
 
 
 # --- datasets saved and loaded -------------------------------------------------------------
@@ -328,3 +410,22 @@ def test_a_lambda_grader_cannot_be_saved_and_says_why(tmp_path):
 def test_two_graders_with_one_name_are_refused():
     with pytest.raises(DatasetError, match="share a name"):
         Dataset(["t"], [answered(), answered()])
+
+
+
+def test_two_cases_of_one_name_are_a_named_error_not_one_case_hiding_the_other():
+    """A report's cases are compared by name: two of one name would be one in a comparison."""
+    with pytest.raises(DatasetError, match=r"two cases share a name \(\['refund'\]\)"):
+        Dataset([Case(task="a", name="refund"), Case(task="b", name="refund")])
+    with pytest.raises(DatasetError, match="case-1"):  # a name given, and an unnamed case's
+        Dataset([Case(task="a", name="case-1"), Case(task="b")])
+
+
+def test_recorded_runs_of_one_agent_in_one_trace_are_each_a_case_of_their_own():
+    recorder = Recorder()
+    played = play(Agent(FakeModel(["A1 shipped."]), name="shop", **recorder.providers), "where?", recorder=recorder)
+    report = grade_recorded(None, [answered()], runs=[played.view, played.view],
+                            tracer_provider=recorder.tracer_provider)
+    name = f"shop {played.view.trace_id}"
+    assert [c.name for c in report.cases] == [name, f"{name} #2"]
+    assert len(report.compare(report).unchanged) == 2

@@ -122,3 +122,11 @@ def test_output_graders_say_when_there_is_nothing_to_compare_with():
 def test_a_built_in_explains_a_failure_without_quoting_the_run_s_content():
     grade = decide(output_equals(), PLAIN)
     assert "cannot tell" not in grade.explanation and "shipped" not in grade.explanation
+
+
+def test_a_repeated_call_is_explained_without_its_arguments():
+    """Tool arguments are content (on spans only with capture on): the explanation, which goes
+    on the grade's span and log record, names the tool, never what it was called with."""
+    grade = decide(no_repeated_calls(), TWICE)
+    assert grade.passed is False and "lookup" in grade.explanation
+    assert "A1" not in grade.explanation and "order_id" not in grade.explanation

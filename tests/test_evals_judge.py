@@ -370,3 +370,18 @@ def test_aevaluate_grades_in_worker_threads_so_judges_calls_wait_side_by_side():
         agent_for(recorder), concurrency=2, recorder=recorder))
     assert [g.error for t in report.trials for g in t.grades] == [None, None] and report.pass_rate == 1.0
     assert report.judge_tokens == 26
+
+
+def test_a_judge_kept_across_experiments_does_not_keep_their_recorders():
+    """A judge reused by many experiments (a pytest session's) holds none of their providers,
+    whose recorders hold every span they recorded."""
+    import gc
+    import weakref
+    judge = llm_judge(FakeModel([verdict(1.0)] * 2), RUBRIC)
+    recorder = Recorder()
+    report = Dataset([Case(task="where is A1?", name="a1")], [judge]).evaluate(agent_for(recorder), recorder=recorder)
+    assert report.pass_rate == 1.0 and recorder.spans("evaluate llm_judge")
+    gone = weakref.ref(recorder.tracer_provider)
+    del recorder, report
+    gc.collect()
+    assert gone() is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from opentelemetry.sdk._logs import LoggerProvider, LogRecordProcessor
 
 from tracedagent import Agent
-from tracedagent.evals import Case, Dataset, answered, grade_recorded, output_contains
+from tracedagent.evals import Case, Dataset, OnlineGrading, answered, grade_recorded, output_contains
 from tracedagent.testing import FakeModel, Recorder, play
 
 EVENT = "gen_ai.evaluation.result"
@@ -48,6 +48,16 @@ def test_grading_a_recorded_run_logs_its_grades_to_the_logger_provider_given():
     (span,) = recorder.spans("evaluate answered")
     assert (readable.log_record.trace_id, readable.log_record.span_id) == (span.context.trace_id, span.context.span_id)
     assert readable.log_record.trace_id == played.view.span.context.trace_id
+
+
+def test_online_grading_logs_its_grades_to_the_logger_provider_given():
+    recorder, logs = Recorder(), Recorder()
+    grading = OnlineGrading([answered()], **recorder.providers, logger_provider=logs.logger_provider)
+    Agent(FakeModel(["A1 shipped."]), name="shop", graders=grading, **recorder.providers).run("where?")
+    assert grading.flush(10)
+    (readable,) = logs.log_records(EVENT)
+    (span,) = recorder.spans("evaluate answered")
+    assert (readable.log_record.trace_id, readable.log_record.span_id) == (span.context.trace_id, span.context.span_id)
 
 
 class _Broken(LogRecordProcessor):

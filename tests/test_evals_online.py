@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
+from dataclasses import replace
 
 import pytest
 from opentelemetry.trace import format_trace_id
 
 from tracedagent import Agent, Budget, Stop, tool
-from tracedagent.evals import (Grade, Grader, OnlineGrading, SpansNotKept, answered, evaluate, grader,
-                               no_failed_calls, sampled, steps_under, tokens_under, tool_success_rate,
+from tracedagent.evals import (Grade, Grader, OnlineGrading, SpansNotKept, answered, context_growth_under, evaluate,
+                               grader, no_failed_calls, sampled, steps_under, tokens_under, tool_success_rate,
                                trajectory_contains)
 from tracedagent.evals import Case, Dataset
 from tracedagent.testing import FakeModel, Recorder, tool_call
@@ -183,6 +184,23 @@ def test_a_grader_online_reads_the_run_its_task_and_output_as_evaluate_does():
     assert g.attributes["gen_ai.evaluation.score.label"] == "half" and g.attributes["tracedagent.evaluation.passed"]
 
 
+def test_context_growth_is_graded_online_as_evaluate_grades_it():
+    """Online only the run span is kept: the context's sizes come from the Run's own steps, the
+    numbers its chat spans carried, so the grade is evaluate's (it was a SpansNotKept failure)."""
+    growth = [context_growth_under(1.0), replace(context_growth_under(tokens=10_000), name="by_tokens")]
+    rec = Recorder()
+    grading = online(rec, growth)
+    shop(rec, grading).run("where is A1?")
+    assert grading.flush(FLUSH)
+    live = {s.attributes["gen_ai.evaluation.name"]: s for s in rec.spans() if s.name.startswith("evaluate ")}
+    offline = Recorder()
+    [trial] = Dataset(["where is A1?"], growth).evaluate(shop(offline, None), recorder=offline).trials
+    assert [g.passed for g in trial.grades] == [False, True] and "grew" in trial.grades[0].explanation
+    assert [(live[g.grader].attributes["tracedagent.evaluation.passed"],
+             live[g.grader].attributes.get("gen_ai.evaluation.explanation")) for g in trial.grades] == \
+        [(g.passed, g.explanation) for g in trial.grades]
+
+
 def test_a_stopped_run_is_graded_and_an_unrecorded_one_is_counted():
     rec = Recorder()
     grading = online(rec, [answered()])
@@ -212,6 +230,23 @@ def test_close_grades_what_is_queued_then_stops_the_thread():
     assert grading.close(FLUSH) and len(rec.spans("evaluate answered")) == 1
     agent.run("where is A1?")  # a new thread
     assert grading.flush(FLUSH) and len(rec.spans("evaluate answered")) == 2
+
+
+def test_close_returns_at_its_timeout_when_a_grader_never_returns_and_the_queue_is_full():
+    rec = Recorder()
+    release = threading.Event()
+    grading = online(rec, [lambda run: release.wait(FLUSH)], max_pending=1)
+    agent = shop(rec, grading, turns=2)
+    agent.run("where is A1?")  # being graded
+    agent.run("where is A1?")  # queued: the queue is full
+    closing = threading.Thread(target=grading.close, args=(0.05,), daemon=True)
+    closing.start()
+    closing.join(FLUSH / 2)
+    hung = closing.is_alive()
+    release.set()
+    assert not hung, "close(timeout) blocked on a full queue"
+    assert grading.flush(FLUSH) and len([s for s in rec.spans() if s.name.startswith("evaluate ")]) == 2
+    assert grading.close(FLUSH)
 
 
 def test_evaluate_grades_every_run_whatever_the_sample():
@@ -272,3 +307,40 @@ def test_the_interpreters_exit_waits_for_pending_grades():
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["returned", "0", "grades", "1"], done.stderr
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="os.fork is POSIX's")
+def test_a_forked_child_grades_its_own_runs_not_the_parents_queued_ones():
+    """A fork copies the queue and the pending count: the child must not grade the parent's runs
+    a second time (their grades are the parent's to make), nor wait on them in flush()."""
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import os, threading, warnings
+        warnings.simplefilter("ignore")
+        from tracedagent import Agent
+        from tracedagent.evals import OnlineGrading
+        from tracedagent.testing import FakeModel, Recorder
+        rec = Recorder()
+        release = threading.Event()
+        grading = OnlineGrading([lambda run: release.wait(10)], **rec.providers)
+        agent = Agent(FakeModel(["hi"] * 3), graders=grading, **rec.providers)
+        agent.run("one")  # being graded
+        agent.run("two")  # queued when the process forks
+        pid = os.fork()
+        if pid == 0:
+            release.set()
+            flushed_at_once = grading.flush(0.5)
+            before = len(rec.spans())
+            agent.run("three")
+            grading.flush(10)
+            graded = [s for s in rec.spans()[before:] if s.name.startswith("evaluate ")]
+            print("child", flushed_at_once, len(graded), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        release.set()
+        print("parent", grading.flush(10), len([s for s in rec.spans() if s.name.startswith("evaluate ")]), flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert sorted(done.stdout.split("\n")[:2]) == ["child True 1", "parent True 2"], (done.stdout, done.stderr)

@@ -19,7 +19,7 @@ matplotlib for the comparison picture.
 
 from ._case import Case
 from ._dataset import Dataset, DatasetError
-from ._grade import ContentNotRecorded, Grade, GradedRun, Grader, grader
+from ._grade import ContentNotRecorded, Grade, GradedRun, Grader, SpansNotKept, grader
 from ._graders import (answered, context_growth_under, cost_under, duration_under, no_denied_calls, no_failed_calls,
                        no_repeated_calls, output_contains, output_equals, output_matches, output_validates,
                        steps_under, stop_reason_in, tokens_under, tool_success_rate, trajectory_contains,
@@ -30,7 +30,7 @@ from ._judge import JudgeAnswerInvalid, llm_judge
 from ._recorded import RecordedRunsError, grade_recorded, recorded_runs
 from ._plot import PlotUnavailable, plot_comparison
 from ._pytest import CaseFailed, check_case, parametrize
-from ._online import OnlineCounts, OnlineGrading, SpansNotKept, sampled
+from ._online import OnlineCounts, OnlineGrading, sampled
 
 __all__ = [
     "Case", "Dataset", "DatasetError", "ContentNotRecorded", "Grade", "GradedRun", "Grader", "grader",

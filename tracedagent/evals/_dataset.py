@@ -114,6 +114,10 @@ class Dataset:
         if len(set(names)) != len(names):
             raise DatasetError(f"two graders share a name in {names}: rename one (dataclasses.replace(g, name=...), "
                                "or name: in a file)")
+        case_names = self.case_names()
+        if len(set(case_names)) != len(case_names):  # a report's cases are compared by name: one would hide the other
+            shared = sorted({n for n in case_names if case_names.count(n) > 1})
+            raise DatasetError(f"two cases share a name ({shared}): give one another (Case name=)")
 
     @classmethod
     def from_traces(cls, source: str | Path | None = None, graders: Iterable[Any] = (), *, name: str | None = None,
@@ -123,7 +127,10 @@ class Dataset:
         case. The runs need their content (recorded with content capture on); ``RecordedRunsError``
         names one that cannot be a case."""
         from ._recorded import recordings
-        return cls([Case.from_recorded(r) for r in recordings(source, **found)], graders, name=name)
+        from ._report import numbered
+        made = recordings(source, **found)
+        names = numbered([f"{r.agent} {r.trace_id}" for r in made])
+        return cls([Case.from_recorded(r, name=n) for r, n in zip(made, names)], graders, name=name)
 
     def case_names(self) -> list[str]:
         """Each case's name in reports: its own, or ``case-N``."""

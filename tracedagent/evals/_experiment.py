@@ -13,6 +13,7 @@ toward the graded run's own cost.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Protocol
@@ -218,8 +219,11 @@ def evaluate(dataset: Dataset, agent: AgentOrFactory | None = None, *, repeat: i
         if concurrency == 1:
             results = [experiment.run_one(case) for _, case in experiment.jobs]
         else:
+            # each run in the caller's context (its current span, its baggage), as with concurrency 1
+            contexts = [contextvars.copy_context() for _ in experiment.jobs]
             with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="tracedagent-eval") as pool:
-                results = list(pool.map(experiment.run_one, [case for _, case in experiment.jobs]))
+                results = list(pool.map(lambda context, case: context.run(experiment.run_one, case), contexts,
+                                        [case for _, case in experiment.jobs]))
     return experiment.report(results)
 
 

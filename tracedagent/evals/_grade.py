@@ -21,13 +21,19 @@ from .._core._run import Run
 from .._testing._match import find_spans
 from .._testing._views import RunView
 
-__all__ = ["Grade", "GradedRun", "Grader", "ContentNotRecorded", "GraderResult", "grader", "decide", "as_grader",
-           "own_attributes"]
+__all__ = ["Grade", "GradedRun", "Grader", "ContentNotRecorded", "SpansNotKept", "GraderResult", "grader", "decide",
+           "as_grader", "own_attributes"]
 
 
 class ContentNotRecorded(LookupError):
     """A grader asked a recorded run for its task or output, which its trace holds only when it
     was recorded with content capture on (``Agent(capture_content=True)``)."""
+
+
+class SpansNotKept(LookupError):
+    """An online grader asked for the spans under the run span (``spans()``, the chat or tool
+    spans), which were exported as the run went: grade those with ``evaluate`` or from the
+    trace (``grade_recorded``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 
 from .._core import _names as N
 from .._core._budget import Stop
-from ._grade import Grade, GradedRun, Grader, GraderResult
+from ._grade import Grade, GradedRun, Grader, GraderResult, SpansNotKept
 
 __all__ = ["stop_reason_in", "answered", "output_equals", "output_contains", "output_matches", "output_validates",
            "trajectory_contains", "trajectory_excludes", "trajectory_in_order", "no_denied_calls", "no_failed_calls",
@@ -169,7 +169,8 @@ def no_repeated_calls() -> Grader:
             for call in step.completion.tool_calls:
                 key = (call.name, repr(call.arguments))
                 if key in seen:
-                    return _verdict(False, f"{call.name} was called twice with {call.arguments!r}")
+                    # the arguments are content (on spans only with capture on): the tool's name only
+                    return _verdict(False, f"{call.name} was called twice with the same arguments")
                 seen.add(key)
         return _verdict(True, "")
     return _made("no_repeated_calls", check)
@@ -216,7 +217,17 @@ def duration_under(bound: float) -> Grader:
 def _context_sizes(run: GradedRun) -> list[int]:
     """The input tokens of each of the run's own model calls, in order (a call that failed, with
     none reported, left out), read off its ``chat`` spans: a sub-agent's calls are its own
-    context, and a judge's calls under an earlier grade are not the run's."""
+    context, and a judge's calls under an earlier grade are not the run's. Online, where only the
+    run span is kept, the same numbers from the ``Run``'s own steps (what their spans said)."""
+    try:
+        return _chat_span_sizes(run)
+    except SpansNotKept:
+        if run.run is None:
+            raise
+        return [step.completion.usage.input_tokens for step in run.run.steps if not step.resumed]
+
+
+def _chat_span_sizes(run: GradedRun) -> list[int]:
     sizes: list[int] = []
 
     def walk(span: ReadableSpan) -> None:

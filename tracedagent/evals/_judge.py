@@ -25,6 +25,7 @@ import json
 import math
 import re
 import threading
+import weakref
 from typing import Any, Callable, Iterable
 
 from opentelemetry import context as otel_context
@@ -138,23 +139,31 @@ class _Judge:
         self.settings = ModelSettings(max_output_tokens=max_output_tokens, temperature=temperature)
         self.system = _system_prompt(rubric, self.mode)
         self.output = OutputRequest(name=_Verdict.name, schema=VERDICT_SCHEMA, mode=self.mode)
-        self._models: dict[tuple[int, int], tuple[InstrumentedModel, bool]] = {}
+        # per grading's telemetry, held weakly: an experiment's providers (a Recorder's spans) go
+        # when it ends, not when the judge does
+        self._models: weakref.WeakKeyDictionary[Any, tuple[InstrumentedModel, bool]] = weakref.WeakKeyDictionary()
+        self._global: tuple[InstrumentedModel, bool] | None = None
         self._lock = threading.Lock()
+
+    def _made(self, grading: Any) -> tuple[InstrumentedModel, bool]:
+        telemetry = AgentTelemetry(agent_name=self.name, model=self.model,
+                                   tracer_provider=getattr(grading, "tracer_provider", None),
+                                   meter_provider=getattr(grading, "meter_provider", None),
+                                   capture_content=self.capture_content, redact=self.redact)
+        return InstrumentedModel(self.model, telemetry), telemetry.capture is not None
 
     def instrumented(self) -> tuple[InstrumentedModel, bool]:
         """The model, its calls reported where the grade being made goes (``GRADING``), else to
-        the global providers (one ``AgentTelemetry`` per pair of providers, made once); and
+        the global providers (one ``AgentTelemetry`` per grading's telemetry, made once); and
         whether its spans capture content."""
         grading = otel_context.get_value(GRADING)
-        providers = (getattr(grading, "tracer_provider", None), getattr(grading, "meter_provider", None))
-        key = (id(providers[0]), id(providers[1]))
         with self._lock:
-            if key not in self._models:
-                telemetry = AgentTelemetry(agent_name=self.name, model=self.model, tracer_provider=providers[0],
-                                           meter_provider=providers[1], capture_content=self.capture_content,
-                                           redact=self.redact)
-                self._models[key] = (InstrumentedModel(self.model, telemetry), telemetry.capture is not None)
-            return self._models[key]
+            if grading is None:
+                self._global = self._global or self._made(None)
+                return self._global
+            if grading not in self._models:
+                self._models[grading] = self._made(grading)
+            return self._models[grading]
 
     def request(self, graded: GradedRun) -> ModelRequest:
         shown = "\n\n".join(f"## {part.replace('_', ' ').capitalize()}\n{_shown(graded, part)}" for part in self.include)

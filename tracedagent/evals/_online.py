@@ -10,6 +10,7 @@ grade) and reports each grade as ``evaluate`` reports it (an ``evaluate {grader}
 the run's span, in its trace, with the ``gen_ai.evaluation.result`` event, and the metrics).
 A full queue drops the run's grading, counted (``counts.dropped``, the
 ``tracedagent.evaluation.dropped`` metric) and logged once: grading never makes a run wait.
+A forked child starts with an empty queue: the parent's queued runs are graded once, by the parent.
 
 Online, a run's spans have been exported: the graded view is built from the ``Run`` and its
 ended run span (``LiveRunView``), and a grader asking for the spans under it gets
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import queue
 import random
 import threading
@@ -29,7 +31,7 @@ import weakref
 from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
 from opentelemetry.sdk.trace import ReadableSpan
 
 from .._core import _names as N
@@ -37,21 +39,15 @@ from .._core._run import Run
 from .._testing._views import RunView
 from .._version import __version__
 from ._experiment import grade_trial
-from ._grade import GradedRun, Grader, as_grader
+from ._grade import GradedRun, Grader, SpansNotKept, as_grader
 from ._telemetry import GradeTelemetry
 
-__all__ = ["OnlineGrading", "OnlineCounts", "SpansNotKept", "LiveRunView", "sampled"]
+__all__ = ["OnlineGrading", "OnlineCounts", "LiveRunView", "sampled"]
 
 _log = logging.getLogger(__name__)
 
 AT_EXIT_TIMEOUT = 5.0
 """Seconds the interpreter's exit waits for pending grades (each ``OnlineGrading``)."""
-
-
-class SpansNotKept(LookupError):
-    """An online grader asked for the spans under the run span (``spans()``, the chat or tool
-    spans), which were exported as the run went: grade those with ``evaluate`` or from the
-    trace (``grade_recorded``)."""
 
 
 def sampled(g: Any, rate: float) -> Grader:
@@ -120,12 +116,14 @@ class OnlineGrading:
     ``graders``: ``Grader`` objects or plain callables (``sampled(g, rate)`` for a share of
     runs). ``max_pending``: runs waiting to be graded before more are dropped. ``rng``: the
     random source sampling draws from (seed it for tests). ``tracer_provider`` /
-    ``meter_provider``: where grades go (default: the global ones, as ``configure()`` sets).
+    ``meter_provider`` / ``logger_provider``: where grades go (default: the global ones, as
+    ``configure()`` sets), the last for the grades' ``gen_ai.evaluation.result`` log records.
     """
 
     def __init__(self, graders: Iterable[Any], *, max_pending: int = 1000, rng: random.Random | None = None,
                  tracer_provider: trace.TracerProvider | None = None,
-                 meter_provider: metrics.MeterProvider | None = None) -> None:
+                 meter_provider: metrics.MeterProvider | None = None,
+                 logger_provider: _logs.LoggerProvider | None = None) -> None:
         self.graders = [as_grader(g) for g in graders]
         for g in self.graders:
             if not 0.0 <= g.sample <= 1.0:
@@ -134,7 +132,7 @@ class OnlineGrading:
             raise ValueError(f"max_pending is at least 1, not {max_pending}")
         self._draw = (rng or random.Random()).random
         self._queue: queue.Queue[tuple[Run, ReadableSpan, list[Grader]] | None] = queue.Queue(max_pending)
-        self._providers = (tracer_provider, meter_provider)
+        self._providers = (tracer_provider, meter_provider, logger_provider)
         self._telemetry: GradeTelemetry | None = None  # made by the worker, on its first run
         self._dropped = metrics.get_meter(N.TRACER_NAME, __version__, meter_provider).create_counter(
             N.METRIC_EVALUATION_DROPPED, unit="{run}", description="Runs whose online grading was dropped: its queue was full.")
@@ -143,6 +141,15 @@ class OnlineGrading:
         self._idle = threading.Condition()
         self._worker: threading.Thread | None = None
         atexit.register(_flush_at_exit, weakref.ref(self))
+        _LIVE.add(self)  # a forked child resets it (_after_fork)
+
+    def _after_fork(self) -> None:
+        """In a forked child: the parent's queued runs are the parent's to grade (graded here too
+        they would be graded twice), and its locks may have been held by a thread the child lacks."""
+        self._queue = queue.Queue(self._queue.maxsize)
+        self._idle = threading.Condition()
+        self._pending = 0
+        self._worker = None
 
     @property
     def counts(self) -> OnlineCounts:
@@ -204,16 +211,36 @@ class OnlineGrading:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
     def close(self, timeout: float | None = None) -> bool:
-        """Grade what is queued (``flush``), then stop the thread; a later run starts a new one."""
+        """Grade what is queued (``flush``), then stop the thread; a later run starts a new one.
+        ``False`` when the queue was not graded in time: a queue still full (a grader that never
+        returns) keeps its thread, never blocks ``close`` past ``timeout``."""
         flushed = self.flush(timeout)
         with self._idle:
             worker, self._worker = self._worker, None
         if worker is not None:  # it ends after what is queued (outside the lock: the worker takes it to go on)
-            self._queue.put(None)
+            try:
+                self._queue.put_nowait(None)
+            except queue.Full:
+                with self._idle:
+                    self._worker = self._worker or worker
+                return False
         return flushed
 
     def __repr__(self) -> str:
         return f"<OnlineGrading graders={[g.name for g in self.graders]} {self.counts}>"
+
+
+_LIVE: weakref.WeakSet[OnlineGrading] = weakref.WeakSet()
+"""Every ``OnlineGrading`` alive: one fork hook for them all (a hook cannot be unregistered)."""
+
+
+def _forked() -> None:
+    for grading in list(_LIVE):
+        grading._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def _flush_at_exit(ref: weakref.ref[OnlineGrading]) -> None:

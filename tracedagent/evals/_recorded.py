@@ -29,7 +29,7 @@ from .._traces._trace import SpanRecord, Trace, group_traces
 from .._testing._views import RunView, is_run_span
 from ._experiment import grade_trial
 from ._grade import GradedRun, Grader, as_grader
-from ._report import CaseResult, Report
+from ._report import CaseResult, Report, numbered
 from ._telemetry import GradeTelemetry
 
 __all__ = ["RecordedRunsError", "recorded_runs", "recordings", "grade_recorded", "readable"]
@@ -157,7 +157,7 @@ def grade_recorded(source: str | Path | None, graders: Sequence[Any], *, runs: I
                    meter_provider: metrics.MeterProvider | None = None, name: str | None = None,
                    logger_provider: _logs.LoggerProvider | None = None, **found: Any) -> Report:
     """Grade recorded runs without re-running them: each run of ``recorded_runs(source, **found)``
-    (or ``runs``) is one case of one trial, named ``{agent} {trace id}``, graded by every grader as
+    (or ``runs``) is one case of one trial, named ``{agent} {trace id}`` (a repeat numbered: ``#2``), graded by every grader as
     ``evaluate`` grades a live run; each grade also goes into the recorded trace (a new
     ``evaluate {grader}`` span under the recorded run span, each time it is graded; its log event
     to ``logger_provider``, by default the global one)."""
@@ -165,13 +165,12 @@ def grade_recorded(source: str | Path | None, graders: Sequence[Any], *, runs: I
     views = list(runs) if runs is not None else recorded_runs(source, **found)
     telemetry = GradeTelemetry(tracer_provider, meter_provider, logger_provider)
     cases = []
-    for view in views:
+    for view, case_name in zip(views, numbered([f"{view.agent_name} {view.trace_id}" for view in views])):
         graded = GradedRun(view)
         try:
             task = graded.task
         except LookupError:  # ContentNotRecorded: the report names the run, not its task
             task = ""
-        cases.append(CaseResult(name=f"{view.agent_name} {view.trace_id}", task=task,
-                                trials=[grade_trial(checks, graded, telemetry)]))
+        cases.append(CaseResult(name=case_name, task=task, trials=[grade_trial(checks, graded, telemetry)]))
     return Report(cases=cases, graders=[g.name for g in checks], repeat=1,
                   dataset=name or (str(source) if source is not None else None))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
@@ -13,7 +14,7 @@ from xml.etree import ElementTree as ET
 from ._stats import ALPHA, fisher_exact, newcombe_interval, trials_to_tell, wilson_interval
 
 __all__ = ["GradeResult", "TrialResult", "CaseResult", "Report", "CaseChange", "Comparison", "pass_at_k",
-           "pass_hat_k", "distribution"]
+           "pass_hat_k", "distribution", "numbered"]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -30,6 +31,27 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     if k > n or k < 1:
         raise ValueError(f"k={k} needs 1 <= k <= n={n} trials")
     return math.comb(c, k) / math.comb(n, k)
+
+
+def numbered(names: Sequence[str]) -> list[str]:
+    """``names`` each unique, a repeat numbered (``name #2``): a report's cases are compared by
+    name, and two of one name would be one in a comparison (runs of a sub-agent called twice in
+    one trace share ``{agent} {trace id}``)."""
+    seen: dict[str, int] = {}
+    unique = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        unique.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return unique
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    """``text`` as XML 1.0 can hold it: a control character or a lone surrogate (a judge's words,
+    a grader's error, a case name from a file) would make the JUnit file one no CI can parse."""
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def _change(name: str, old: CaseResult, new: CaseResult, alpha: float) -> CaseChange:
@@ -243,13 +265,16 @@ class Report:
         """The mean of the cases' pass rates (each case weighs the same however many trials ran)."""
         return statistics.fmean(c.pass_rate for c in self.cases) if self.cases else 0.0
 
-    def pass_at(self, k: int | None = None) -> float:
-        """The mean pass@k over the cases (default k: ``repeat``)."""
-        return statistics.fmean(c.pass_at(k or self.repeat) for c in self.cases if c.trials) if self.cases else 0.0
+    def pass_at(self, k: int | None = None) -> float | None:
+        """The mean pass@k over the cases with at least k trials (default k: ``repeat``); ``None``
+        when none has (``max_cost`` skipped trials: k of fewer trials is not defined)."""
+        rates = [c.pass_at(k or self.repeat) for c in self.cases if len(c.trials) >= (k or self.repeat)]
+        return statistics.fmean(rates) if rates else None
 
-    def pass_hat(self, k: int | None = None) -> float:
-        """The mean pass^k over the cases (default k: ``repeat``)."""
-        return statistics.fmean(c.pass_hat(k or self.repeat) for c in self.cases if c.trials) if self.cases else 0.0
+    def pass_hat(self, k: int | None = None) -> float | None:
+        """The mean pass^k over the cases with at least k trials (default k: ``repeat``); ``None`` when none has."""
+        rates = [c.pass_hat(k or self.repeat) for c in self.cases if len(c.trials) >= (k or self.repeat)]
+        return statistics.fmean(rates) if rates else None
 
     @property
     def judge_tokens(self) -> int | None:
@@ -311,7 +336,15 @@ class Report:
                            "trials": [asdict(t) for t in c.trials]} for c in self.cases]}
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        """Readable UTF-8 JSON; all ASCII (``\\u`` escapes, read back the same) when a string holds
+        a lone surrogate (a judge's words), which no UTF-8 file can."""
+        data = self.to_dict()
+        text = json.dumps(data, indent=indent, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return json.dumps(data, indent=indent)
+        return text
 
     @classmethod
     def from_json(cls, text: str) -> Report:
@@ -329,15 +362,16 @@ class Report:
 
     def to_junit(self) -> str:
         """JUnit XML: one test case per case, failed when a trial failed (its failed grades listed)."""
-        suite = ET.Element("testsuite", name=self.dataset or "tracedagent.evals", tests=str(len(self.cases)),
+        dataset = _xml(self.dataset or "tracedagent.evals")
+        suite = ET.Element("testsuite", name=dataset, tests=str(len(self.cases)),
                            failures=str(sum(not c.passed for c in self.cases)), skipped=str(self.skipped))
         for case in self.cases:
-            element = ET.SubElement(suite, "testcase", classname=self.dataset or "tracedagent.evals", name=case.name,
+            element = ET.SubElement(suite, "testcase", classname=dataset, name=_xml(case.name),
                                     time=f"{sum(t.latency or 0.0 for t in case.trials):.3f}")
             if not case.passed:
                 lines = [f"trial {i} (trace {t.trace_id}): " + (f"the run raised {t.error}" if t.error else "; ".join(
                     f"{g.grader}: {g.explanation or g.label}" for g in t.grades if not g.passed))
                     for i, t in enumerate(case.trials) if not t.passed]
                 failure = ET.SubElement(element, "failure", message=f"passed {case.passes} of {len(case.trials)} trials")
-                failure.text = "\n".join(lines)
+                failure.text = _xml("\n".join(lines))
         return ET.tostring(ET.ElementTree(suite).getroot(), encoding="unicode", xml_declaration=True)

@@ -29,6 +29,8 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import NonRecordingSpan, Status, StatusCode
 
 from .._core import _names as N
+from .._instrumentation._content import encodable, truncate
+from .._instrumentation._telemetry import bounded, guard
 from .._version import __version__
 from ._grade import Grade, GradedRun, Grader
 
@@ -42,8 +44,9 @@ GRADING = otel_context.create_key("tracedagent.grading")
 
 
 def _cut(text: str) -> str:
-    limit = N.MAX_EXPLANATION_LENGTH
-    return text if len(text) <= limit else text[: limit - len(N.TRUNCATION_MARK)] + N.TRUNCATION_MARK
+    """A grader's (or a judge model's) words, bounded and encodable: a lone surrogate would cost
+    the span the attribute (the OTLP encoder drops it)."""
+    return encodable(truncate(text, N.MAX_EXPLANATION_LENGTH))
 
 
 class GradeTelemetry:
@@ -54,19 +57,29 @@ class GradeTelemetry:
                  logger_provider: _logs.LoggerProvider | None = None) -> None:
         self.tracer_provider, self.meter_provider = tracer_provider, meter_provider
         """The providers given (``None``: the global ones), which a judge's calls report to too."""
-        self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
-        self.logger = _logs.get_logger(N.TRACER_NAME, __version__, logger_provider)
-        meter = metrics.get_meter(N.TRACER_NAME, __version__, meter_provider)
-        self.grades = meter.create_counter(N.METRIC_EVALUATION_GRADES, unit="{grade}",
-                                           description="Grades of agent runs, by grader and whether they passed.")
-        self.scores = meter.create_histogram(N.METRIC_EVALUATION_SCORE, unit="1",
-                                             description="Grade scores in [0, 1], by grader.",
-                                             explicit_bucket_boundaries_advisory=N.EVALUATION_SCORE_BUCKETS)
+        # a provider that fails costs the grades that part of their telemetry, never the grading
+        self.tracer: trace.Tracer = trace.NoOpTracer()
+        self.logger: _logs.Logger = _logs.NoOpLogger(N.TRACER_NAME)
+        self.grades, self.scores = self._instruments(metrics.NoOpMeter(N.TRACER_NAME))
+        with guard("getting the grades' tracer"):
+            self.tracer = trace.get_tracer(N.TRACER_NAME, __version__, tracer_provider)
+        with guard("getting the grades' logger"):
+            self.logger = _logs.get_logger(N.TRACER_NAME, __version__, logger_provider)
+        with guard("creating the grades' metric instruments"):
+            self.grades, self.scores = self._instruments(metrics.get_meter(N.TRACER_NAME, __version__, meter_provider))
+
+    @staticmethod
+    def _instruments(meter: metrics.Meter) -> tuple[metrics.Counter, metrics.Histogram]:
+        grades = meter.create_counter(N.METRIC_EVALUATION_GRADES, unit="{grade}",
+                                      description="Grades of agent runs, by grader and whether they passed.")
+        scores = meter.create_histogram(N.METRIC_EVALUATION_SCORE, unit="1", description="Grade scores in [0, 1], by grader.",
+                                        explicit_bucket_boundaries_advisory=N.EVALUATION_SCORE_BUCKETS)
+        return grades, scores
 
     @staticmethod
     def attributes(g: Grader, grade: Grade) -> dict[str, Any]:
         """The ``gen_ai.evaluation.result`` event's attributes (and the span's)."""
-        found: dict[str, Any] = {N.GEN_AI_EVALUATION_NAME: g.name}
+        found: dict[str, Any] = {N.GEN_AI_EVALUATION_NAME: bounded(g.name)}
         if grade.score is not None:
             found[N.GEN_AI_EVALUATION_SCORE_VALUE] = float(grade.score)
         if grade.label is not None:
@@ -105,9 +118,9 @@ class GradeTelemetry:
         span = token = None
         try:
             parent = trace.set_span_in_context(NonRecordingSpan(graded.span_context))
-            span = self.tracer.start_span(f"{N.EVALUATION_SPAN_PREFIX} {g.name}", context=parent,
+            span = self.tracer.start_span(f"{N.EVALUATION_SPAN_PREFIX} {bounded(g.name)}", context=parent,
                                           kind=trace.SpanKind.INTERNAL,
-                                          attributes={**graded.attributes, N.GEN_AI_EVALUATION_NAME: g.name,
+                                          attributes={**graded.attributes, N.GEN_AI_EVALUATION_NAME: bounded(g.name),
                                                       N.EVALUATION_THRESHOLD: float(g.threshold)})
             token = otel_context.attach(otel_context.set_value(GRADING, self, trace.set_span_in_context(span)))
         except Exception:  # noqa: BLE001 - a grade's telemetry never fails the evaluation
@@ -125,10 +138,10 @@ class GradeTelemetry:
             if span is not None:
                 self._end(g, span, grade)
             if grade is not None:
-                labels = {N.GEN_AI_EVALUATION_NAME: g.name, N.EVALUATION_PASSED: bool(grade.passed)}
+                labels = {N.GEN_AI_EVALUATION_NAME: bounded(g.name), N.EVALUATION_PASSED: bool(grade.passed)}
                 self.grades.add(1, labels)
                 if grade.score is not None:
-                    self.scores.record(float(grade.score), {N.GEN_AI_EVALUATION_NAME: g.name})
+                    self.scores.record(float(grade.score), {N.GEN_AI_EVALUATION_NAME: labels[N.GEN_AI_EVALUATION_NAME]})
         except Exception:  # noqa: BLE001 - a grade's telemetry never fails the evaluation
             _log.warning("could not report grade %s of trace %s", g.name, graded.trace_id, exc_info=True)
 
@@ -145,7 +158,8 @@ class GradeTelemetry:
             span.add_event(N.EVALUATION_RESULT_EVENT, attributes=event)
             self._log_event(span, event)
             if grade.error is not None:
-                span.set_status(Status(StatusCode.ERROR, _cut(grade.explanation or grade.error)))
+                shown = grade.explanation if grade.explanation_on_span else None  # withheld: withheld here too
+                span.set_status(Status(StatusCode.ERROR, _cut(shown or grade.error)))
         finally:
             span.end()
 
