@@ -245,3 +245,26 @@ def test_an_llm_judge_s_spend_is_printed_apart_from_the_runs(project):
     assert saved["judge_tokens"] > 0 and saved["judge_cost"] > 0
     assert f"judges: {saved['judge_tokens']} tokens, ${saved['judge_cost']:.4f}" in result.output
     assert "judges:" not in run(module).output  # no judge, no line
+
+
+def test_eval_grade_puts_each_grade_in_its_recorded_run_s_trace_through_a_collector(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(PYTHONPATH=str(ROOT), COLUMNS="200")
+    recorded = tmp_path / "demo.otlp.json"
+    made = subprocess.run([sys.executable, "-m", "tracedagent", "demo", "--pace", "0", "--out", str(recorded)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert made.returncode == 0, made.stderr[-2000:]
+    runs = {s["traceId"] for r in json.loads(recorded.read_text())["resourceSpans"] for ss in r["scopeSpans"]
+            for s in ss["spans"] if s["name"].startswith(N.OP_INVOKE_AGENT)
+            and not s.get("parentSpanId")}
+    command = [sys.executable, "-m", "tracedagent", "eval", "grade", str(recorded), "--grader", "tracedagent.evals:answered"]
+    with HttpReceiver() as receiver:
+        result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                                env={**env, N.ENV_OTLP_ENDPOINT: receiver.endpoint, N.ENV_OTLP_PROTOCOL: N.PROTOCOL_HTTP})
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        grades = [s for s in receiver.spans() if s.name == f"{N.EVALUATION_SPAN_PREFIX} answered"]
+        assert subprocess.run([*command, "--no-export"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={**env, N.ENV_OTLP_ENDPOINT: receiver.endpoint}).returncode == 0
+        assert len(receiver.spans()) == len(grades), "--no-export sent nothing"
+    assert runs and {g.trace_id for g in grades} == runs, "one grade in each recorded top-level run's trace"
+    assert f"{len(grades)} of {len(grades)} spans exported to {receiver.endpoint}/v1/traces" in result.stdout

@@ -296,19 +296,28 @@ DEFAULT_GRADERS = ("answered", "no_denied_calls", "no_failed_calls", "no_repeate
               help="Write the report as JSON.")
 @click.option("--min-pass-rate", "--gate", "gate", type=click.FloatRange(0, 1), default=None,
               help="Exit 1 when the pass rate is under this.")
+@_options.otlp_options
+@click.option("--no-export", is_flag=True, help="Send nothing to a collector, whatever the OTEL_* variables say.")
 def grade_cmd(file: str | None, jaeger_url: str, service: str | None, graders: tuple[str, ...], json_out: str | None,
-              gate: float | None, **found: object) -> None:
+              gate: float | None, otlp_endpoint: str | None, protocol: str | None, no_export: bool,
+              **found: object) -> None:
     """Grade the runs recorded in FILE (OTLP/JSON: `tracedagent demo --out`, a collector's file
-    exporter), or found in Jaeger without FILE, by each --grader. This command exports nothing:
-    to put each grade in the recorded run's trace (a new `evaluate {grader}` span), call
-    `tracedagent.evals.grade_recorded` from a program that calls `tracedagent.configure()`."""
+    exporter), or found in Jaeger without FILE, by each --grader. With a collector named (--otlp,
+    or OTEL_EXPORTER_OTLP_ENDPOINT) each grade goes into its recorded run's trace as a new
+    `evaluate {grader}` span, beside any earlier grading's, with the evaluation metrics: Jaeger
+    shows it under the run. Without one nothing leaves the process."""
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
+    where = _where(file, jaeger_url, service, **found)
+    telemetry = _telemetry(otlp_endpoint, protocol, None, no_export)  # the grader's own service.name
     try:
         checks = [resolve_grader(g) for g in graders] or [answered(), no_denied_calls(), no_failed_calls(),
                                                            no_repeated_calls()]
-        report = grade_recorded(name=file or "jaeger", graders=checks, **_where(file, jaeger_url, service, **found))
+        report = grade_recorded(name=file or "jaeger", graders=checks,
+                                **({} if telemetry is None else telemetry.providers), **where)
     except (DatasetError, RecordedRunsError) as exc:
+        if telemetry is not None:
+            telemetry.shutdown()
         raise click.BadParameter(str(exc)) from None
     console = Console(highlight=False, width=output_width())
     if not report.cases:
@@ -319,9 +328,12 @@ def grade_cmd(file: str | None, jaeger_url: str, service: str | None, graders: t
             console.print(line)
     if json_out:
         Path(json_out).write_text(report.to_json() + "\n")
+    all_sent = _exported(console, telemetry, sum(len(t.grades) for t in report.trials))
     if gate is not None and report.cases and report.pass_rate < gate:
         console.print(f"[red]gate failed: pass rate {percent(report.pass_rate)} is under {percent(gate)}[/]")
         raise SystemExit(EXIT_GATE_FAILED)
+    if not all_sent:
+        raise SystemExit(EXIT_NOT_EXPORTED)
 
 
 @eval_group.command("dataset", short_help="Make a dataset of recorded runs (each a case, its tool results served).")
