@@ -250,3 +250,25 @@ def test_grading_the_file_tracedagent_demo_writes_gives_the_live_runs_grades(dem
     for trace_id, grades in live.items():
         assert grades in from_file[agent_of[trace_id]], agent_of[trace_id]
     assert any("output_contains" == g[0] and g[1] for grades in live.values() for g in grades)  # content graded
+
+
+def test_runs_that_cannot_be_cases_are_skipped_by_name_when_asked_and_the_others_are_cases(demo, tmp_path):
+    from click.testing import CliRunner
+    from tracedagent._cli._main import cli
+    from tracedagent.evals import Dataset
+    _, path = demo
+    with pytest.raises(RecordedRunsError):  # the demo has a cancelled run: by default the first such stops it
+        Dataset.from_traces(path)
+    skipped: list[RecordedRunsError] = []
+    dataset = Dataset.from_traces(path, skipped=skipped)
+    every = recorded_runs(path)
+    assert skipped and all(isinstance(e, RecordedRunsError) for e in skipped)
+    assert len(dataset.cases) + len(skipped) == len(every)
+    assert {v.trace_id for v in every} >= {c.metadata["trace_id"] for c in dataset.cases}
+    assert all(any(v.trace_id in str(e) for v in every) for e in skipped), "each skipped run named by its trace"
+    out = tmp_path / "all.json"
+    assert CliRunner().invoke(cli, ["eval", "dataset", str(path), "-o", str(out)]).exit_code == 2
+    result = CliRunner().invoke(cli, ["eval", "dataset", str(path), "-o", str(out), "--skip-unplayable"])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("skipped: ") == len(skipped)
+    assert f"{len(dataset.cases)} case(s) written" in result.output and len(Dataset.load(out).cases) == len(dataset.cases)

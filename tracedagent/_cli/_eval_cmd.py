@@ -341,16 +341,22 @@ def grade_cmd(file: str | None, jaeger_url: str, service: str | None, graders: t
 @click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, writable=True),
               help="The dataset file to write (JSON, or YAML by its suffix).")
 @click.option("--name", default=None, help="The dataset's name.")
+@click.option("--skip-unplayable", is_flag=True,
+              help="Leave out the runs that cannot be cases (no content, cancelled), each named, instead of stopping.")
 def dataset_cmd(file: str | None, jaeger_url: str, service: str | None, out: str, name: str | None,
-                **found: object) -> None:
+                skip_unplayable: bool, **found: object) -> None:
     """Make each run recorded in FILE (or found in Jaeger without FILE) a case: its task, and its
     tool results served for the recorded arguments. `eval run OUT --agent ...` plays your agent on
     them; `Dataset.load(OUT).evaluate()` plays the recorded runs again. The runs need their content
     (recorded with content capture on)."""
     where = _where(file, jaeger_url, service, **found)
+    skipped: list[RecordedRunsError] | None = [] if skip_unplayable else None
     try:
-        dataset = Dataset.from_traces(where.pop("source"), name=name, **where)  # type: ignore[arg-type]
+        dataset = Dataset.from_traces(where.pop("source"), name=name, skipped=skipped, **where)  # type: ignore[arg-type]
         dataset.save(out)
     except (DatasetError, RecordedRunsError) as exc:
         raise click.BadParameter(str(exc)) from None
-    Console(highlight=False, width=output_width()).print(f"{len(dataset.cases)} case(s) written to {text(out)}")
+    console = Console(highlight=False, width=output_width())
+    for error in skipped or ():
+        console.print(text(f"skipped: {error}"))
+    console.print(f"{len(dataset.cases)} case(s) written to {text(out)}")

@@ -121,14 +121,15 @@ class Dataset:
 
     @classmethod
     def from_traces(cls, source: str | Path | None = None, graders: Iterable[Any] = (), *, name: str | None = None,
-                    **found: Any) -> Dataset:
+                    skipped: list[Any] | None = None, **found: Any) -> Dataset:
         """A case per recorded run (``Case.from_recorded``) that ``recorded_runs(source, **found)``
         finds: e.g. every ``stop_reason="step_budget_exhausted"`` run of a file, each failure a
         case. The runs need their content (recorded with content capture on); ``RecordedRunsError``
-        names one that cannot be a case."""
+        names one that cannot be a case, raised - or, given ``skipped`` (a list), put there while
+        every other run still becomes a case."""
         from ._recorded import recordings
         from ._report import numbered
-        made = recordings(source, **found)
+        made = recordings(source, skipped=skipped, **found)
         names = numbered([f"{r.agent} {r.trace_id}" for r in made])
         return cls([Case.from_recorded(r, name=n) for r, n in zip(made, names)], graders, name=name)
 

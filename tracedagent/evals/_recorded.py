@@ -136,18 +136,25 @@ def _found(source: str | Path | None = None, *, trace_id: str | None = None, jae
     return sorted(found, key=lambda pair: pair[1].span.start_time or 0)
 
 
-def recordings(source: str | Path | None = None, **found: Any) -> list[Recording]:
+def recordings(source: str | Path | None = None, *, skipped: list[RecordedRunsError] | None = None,
+               **found: Any) -> list[Recording]:
     """The runs ``recorded_runs(source, **found)`` finds, as replay's ``Recording`` (the task,
     the model's turns, the tool calls with their results). A run that resumed a pause is one too:
-    its case resumes that pause with the recorded decisions (``Case.resumes``). A run recorded
-    without content cannot be a case: ``RecordedRunsError`` names it."""
+    its case resumes that pause with the recorded decisions (``Case.resumes``). A run that cannot
+    be a case (recorded without content, cancelled) is a ``RecordedRunsError`` naming it: raised,
+    or with ``skipped`` (a list) appended there and the search goes on - a day of production
+    traces has such runs, and each other run is still a case."""
     made = []
     for t, view in _found(source, **found):
         try:
             recording = Recording.of(t.spans, agent=view.agent_name if found.get("agent") else None,
                                      source=str(source or found.get("jaeger")))
         except ReplayError as exc:  # which run: a search finds many, and the error alone may not say
-            raise RecordedRunsError(f"run of {view.agent_name!r} in trace {view.trace_id}: {exc}") from None
+            error = RecordedRunsError(f"run of {view.agent_name!r} in trace {view.trace_id}: {exc}")
+            if skipped is None:
+                raise error from None
+            skipped.append(error)
+            continue
         made.append(recording)
     return made
 
